@@ -1,0 +1,2 @@
+//! Claw-foot servo firmware core.
+#![no_std]

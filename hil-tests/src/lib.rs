@@ -1,0 +1,1 @@
+//! clawrl hil-tests layer.

@@ -1,0 +1,1 @@
+//! clawrl policy layer.

@@ -1,0 +1,1 @@
+//! clawrl runtime layer.

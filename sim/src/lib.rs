@@ -1,0 +1,2 @@
+//! The claw-foot quadruped in MuJoCo.
+pub use mujoco_rs;

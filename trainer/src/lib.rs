@@ -1,0 +1,1 @@
+//! clawrl trainer layer.
