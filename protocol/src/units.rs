@@ -1,0 +1,68 @@
+//! Units on the wire and the robot's device IDs.
+
+use core::f32::consts::TAU;
+
+/// Position ticks per turn, as X-series: 2048 is 0 rad.
+pub const TICKS_PER_TURN: i32 = 4096;
+pub const CENTER_TICKS: i32 = 2048;
+/// Velocity unit of X-series: 0.229 rpm.
+pub const VELOCITY_UNIT_RPM: f32 = 0.229;
+
+pub fn rad_to_ticks(rad: f32) -> i32 {
+    CENTER_TICKS + libm_round(rad * TICKS_PER_TURN as f32 / TAU)
+}
+
+pub fn ticks_to_rad(ticks: i32) -> f32 {
+    (ticks - CENTER_TICKS) as f32 * TAU / TICKS_PER_TURN as f32
+}
+
+pub fn rad_per_s_to_velocity_units(rad_s: f32) -> i32 {
+    libm_round(rad_s * 60.0 / TAU / VELOCITY_UNIT_RPM)
+}
+
+pub fn velocity_units_to_rad_per_s(units: i32) -> f32 {
+    units as f32 * VELOCITY_UNIT_RPM * TAU / 60.0
+}
+
+/// Round half away from zero without std (no `f32::round` in core on stable).
+pub fn libm_round(x: f32) -> i32 {
+    if x >= 0.0 {
+        (x + 0.5) as i32
+    } else {
+        (x - 0.5) as i32
+    }
+}
+
+/// Device IDs of the claw-foot robot.
+pub mod ids {
+    /// Legs in FL, FR, RL, RR order, each hip abduction, hip pitch, knee: IDs 1-12.
+    pub const FIRST_LEG_JOINT: u8 = 1;
+    /// Claws FL, FR, RL, RR: IDs 13-16.
+    pub const FIRST_CLAW: u8 = 13;
+    pub const SERVO_COUNT: usize = 16;
+    pub const BOARD: u8 = 100;
+
+    /// Servo index (0-15) of a device ID, if it is a servo.
+    pub fn servo_index(id: u8) -> Option<usize> {
+        (1..=SERVO_COUNT as u8)
+            .contains(&id)
+            .then(|| (id - 1) as usize)
+    }
+
+    pub fn servo_id(index: usize) -> u8 {
+        index as u8 + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_positions() {
+        assert_eq!(rad_to_ticks(0.0), 2048);
+        assert_eq!(rad_to_ticks(core::f32::consts::PI), 4096);
+        assert_eq!(rad_to_ticks(-core::f32::consts::FRAC_PI_2), 1024);
+        assert!((ticks_to_rad(3072) - core::f32::consts::FRAC_PI_2).abs() < 1e-6);
+    }
+}

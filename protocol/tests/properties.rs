@@ -1,0 +1,230 @@
+//! Properties: every instruction survives encode -> decode -> parse; the decoder never panics
+//! and always finds a valid packet after arbitrary garbage.
+
+use clawrl_protocol::command::{BulkRead, BulkWrite, SyncRead, SyncWrite};
+use clawrl_protocol::{Command, DecodeError, Decoder};
+use proptest::prelude::*;
+
+/// Owned form of a command so proptest can generate it; `view` borrows it as a [`Command`].
+#[derive(Debug, Clone)]
+enum Owned {
+    Ping,
+    Read(u16, u16),
+    Write(u16, Vec<u8>),
+    RegWrite(u16, Vec<u8>),
+    Action,
+    FactoryReset(u8),
+    Reboot,
+    Clear(Vec<u8>),
+    SyncRead(u16, u16, Vec<u8>),
+    FastSyncRead(u16, u16, Vec<u8>),
+    SyncWrite(u16, u16, Vec<u8>),
+    BulkRead(Vec<u8>),
+    BulkWrite(Vec<u8>),
+}
+
+impl Owned {
+    fn view(&self) -> Command<'_> {
+        match self {
+            Owned::Ping => Command::Ping,
+            Owned::Read(a, l) => Command::Read {
+                address: *a,
+                length: *l,
+            },
+            Owned::Write(a, d) => Command::Write {
+                address: *a,
+                data: d,
+            },
+            Owned::RegWrite(a, d) => Command::RegWrite {
+                address: *a,
+                data: d,
+            },
+            Owned::Action => Command::Action,
+            Owned::FactoryReset(m) => Command::FactoryReset { mode: *m },
+            Owned::Reboot => Command::Reboot,
+            Owned::Clear(p) => Command::Clear { params: p },
+            Owned::SyncRead(a, l, ids) => Command::SyncRead(SyncRead {
+                address: *a,
+                length: *l,
+                ids,
+            }),
+            Owned::FastSyncRead(a, l, ids) => Command::FastSyncRead(SyncRead {
+                address: *a,
+                length: *l,
+                ids,
+            }),
+            Owned::SyncWrite(a, l, raw) => Command::SyncWrite(SyncWrite {
+                address: *a,
+                length: *l,
+                raw,
+            }),
+            Owned::BulkRead(raw) => Command::BulkRead(BulkRead { raw }),
+            Owned::BulkWrite(raw) => Command::BulkWrite(BulkWrite { raw }),
+        }
+    }
+}
+
+fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
+    // Bias towards the header bytes so stuffing is exercised often.
+    prop::collection::vec(
+        prop_oneof![3 => any::<u8>(), 1 => Just(0xFF), 1 => Just(0xFD)],
+        0..max,
+    )
+}
+
+/// Garbage that often holds a false header whose length claims bytes that never come.
+fn garbage() -> impl Strategy<Value = Vec<u8>> {
+    (
+        bytes(200),
+        any::<bool>(),
+        any::<u8>(),
+        any::<u16>(),
+        bytes(20),
+    )
+        .prop_map(|(mut g, header, id, len, tail)| {
+            if header {
+                g.extend_from_slice(&[0xFF, 0xFF, 0xFD, 0x00, id]);
+                g.extend_from_slice(&len.to_le_bytes());
+                g.extend_from_slice(&tail);
+            }
+            g
+        })
+}
+
+fn sync_write() -> impl Strategy<Value = Owned> {
+    (any::<u16>(), 1u16..8, 1usize..6).prop_flat_map(|(a, l, n)| {
+        prop::collection::vec(any::<u8>(), n * (l as usize + 1))
+            .prop_map(move |raw| Owned::SyncWrite(a, l, raw))
+    })
+}
+
+fn bulk_write() -> impl Strategy<Value = Owned> {
+    prop::collection::vec((any::<u8>(), any::<u16>(), bytes(6)), 1..5).prop_map(|entries| {
+        let mut raw = Vec::new();
+        for (id, a, d) in entries {
+            raw.push(id);
+            raw.extend_from_slice(&a.to_le_bytes());
+            raw.extend_from_slice(&(d.len() as u16).to_le_bytes());
+            raw.extend_from_slice(&d);
+        }
+        Owned::BulkWrite(raw)
+    })
+}
+
+fn command() -> impl Strategy<Value = Owned> {
+    let ids = || prop::collection::vec(any::<u8>(), 1..20);
+    prop_oneof![
+        Just(Owned::Ping),
+        (any::<u16>(), any::<u16>()).prop_map(|(a, l)| Owned::Read(a, l)),
+        (any::<u16>(), bytes(64)).prop_map(|(a, d)| Owned::Write(a, d)),
+        (any::<u16>(), bytes(64)).prop_map(|(a, d)| Owned::RegWrite(a, d)),
+        Just(Owned::Action),
+        any::<u8>().prop_map(Owned::FactoryReset),
+        Just(Owned::Reboot),
+        bytes(8).prop_map(Owned::Clear),
+        (any::<u16>(), any::<u16>(), ids()).prop_map(|(a, l, i)| Owned::SyncRead(a, l, i)),
+        (any::<u16>(), any::<u16>(), ids()).prop_map(|(a, l, i)| Owned::FastSyncRead(a, l, i)),
+        sync_write(),
+        prop::collection::vec(any::<u8>(), 1..6).prop_flat_map(|n| {
+            prop::collection::vec(any::<u8>(), n.len() * 5).prop_map(Owned::BulkRead)
+        }),
+        bulk_write(),
+    ]
+}
+
+/// Feeds `bytes` and collects every packet decoded, as owned (id, instruction, params).
+fn decode_stream<const N: usize>(decoder: &mut Decoder<N>, bytes: &[u8]) -> Vec<(u8, u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    for &b in bytes {
+        decoder.push(b);
+        while let Some(event) = decoder.next_event() {
+            if let Ok(p) = event {
+                out.push((p.id, p.instruction, p.params.to_vec()));
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn every_instruction_round_trips(cmd in command(), id in any::<u8>()) {
+        let mut buf = [0u8; 1024];
+        let n = cmd.view().encode(id, &mut buf).unwrap();
+        let mut decoder: Decoder<1024> = Decoder::new();
+        let mut seen = 0;
+        for (i, &b) in buf[..n].iter().enumerate() {
+            decoder.push(b);
+            while let Some(event) = decoder.next_event() {
+                let packet = event.unwrap();
+                prop_assert_eq!(i, n - 1, "packet completed early");
+                prop_assert_eq!(packet.id, id);
+                prop_assert_eq!(Command::parse(&packet).unwrap(), cmd.view());
+                seen += 1;
+            }
+        }
+        prop_assert_eq!(seen, 1);
+    }
+
+    #[test]
+    fn decoder_never_panics_on_arbitrary_bytes(noise in prop::collection::vec(any::<u8>(), 0..2048)) {
+        let mut decoder: Decoder<64> = Decoder::new();
+        decode_stream(&mut decoder, &noise);
+        prop_assert!(decoder.pending() <= 64);
+    }
+
+    #[test]
+    fn decoder_resynchronises_after_garbage(
+        garbage in garbage(),
+        cmd in command(),
+        id in 0u8..0xFD,
+    ) {
+        let mut buf = [0u8; 1024];
+        let n = cmd.view().encode(id, &mut buf).unwrap();
+        let mut stream = garbage.clone();
+        stream.extend_from_slice(&buf[..n]);
+        let mut decoder: Decoder<1024> = Decoder::new();
+        let packets = decode_stream(&mut decoder, &stream);
+        // The real packet must be the last one out: garbage may hold accidental packets but
+        // can never hide a valid packet that follows it.
+        let last = packets.last().expect("the valid packet was not found");
+        let reparsed = clawrl_protocol::Packet { id: last.0, instruction: last.1, params: &last.2 };
+        prop_assert_eq!(reparsed.id, id);
+        prop_assert_eq!(Command::parse(&reparsed).unwrap(), cmd.view());
+    }
+
+    #[test]
+    fn truncated_then_valid_is_recovered(cmd in command(), cut in 1usize..40) {
+        let mut buf = [0u8; 1024];
+        let n = cmd.view().encode(3, &mut buf).unwrap();
+        let cut = cut.min(n - 1);
+        let mut stream = buf[..cut].to_vec();
+        stream.extend_from_slice(&buf[..n]);
+        let mut decoder: Decoder<1024> = Decoder::new();
+        let packets = decode_stream(&mut decoder, &stream);
+        let last = packets.last().expect("packet after a truncated one was lost");
+        let reparsed = clawrl_protocol::Packet { id: last.0, instruction: last.1, params: &last.2 };
+        prop_assert_eq!(reparsed.id, 3);
+        prop_assert_eq!(Command::parse(&reparsed).unwrap(), cmd.view());
+    }
+}
+
+#[test]
+fn bad_crc_is_reported_and_skipped() {
+    let mut buf = [0u8; 64];
+    let n = Command::Ping.encode(1, &mut buf).unwrap();
+    let mut corrupt = buf[..n].to_vec();
+    corrupt[n - 1] ^= 0x01;
+    let mut decoder: Decoder<64> = Decoder::new();
+    let mut errors = Vec::new();
+    for &b in corrupt.iter().chain(&buf[..n]) {
+        decoder.push(b);
+        while let Some(event) = decoder.next_event() {
+            errors.push(event.map(|p| p.id));
+        }
+    }
+    assert_eq!(errors, vec![Err(DecodeError::BadCrc), Ok(1)]);
+    assert_eq!(decoder.stats().bad_crc, 1);
+}
