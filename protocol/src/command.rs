@@ -197,7 +197,7 @@ impl<'a> Command<'a> {
             I::SyncRead => Command::SyncRead(parse_sync_read(p)?),
             I::FastSyncRead => Command::FastSyncRead(parse_sync_read(p)?),
             I::SyncWrite => Command::SyncWrite(parse_sync_write(p)?),
-            I::BulkRead if !p.is_empty() && p.len() % 5 == 0 => {
+            I::BulkRead if !p.is_empty() && p.len().is_multiple_of(5) => {
                 Command::BulkRead(BulkRead { raw: p })
             }
             I::BulkWrite if !p.is_empty() && BulkWrite::is_well_formed(p) => {
@@ -275,7 +275,7 @@ fn parse_sync_write(p: &[u8]) -> Result<SyncWrite<'_>, ParseError> {
     let length = u16_at(p, 2);
     let raw = &p[4..];
     let stride = length as usize + 1;
-    if length == 0 || raw.is_empty() || raw.len() % stride != 0 {
+    if length == 0 || raw.is_empty() || !raw.len().is_multiple_of(stride) {
         return Err(ParseError::BadLength);
     }
     Ok(SyncWrite {
