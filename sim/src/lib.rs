@@ -21,6 +21,11 @@ pub use env::{Env, EnvSpec, EpisodeLog, ObsLayout, Observation, Telemetry, Trans
 pub use error::SimError;
 pub use vec_env::{Batch, VecEnv};
 
+/// The repository root (the parent of this crate), against which config paths resolve.
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("sim/ has a parent").to_path_buf()
+}
+
 /// Directory of the MJCF models shipped with the crate.
 pub fn models_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models")

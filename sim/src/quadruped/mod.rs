@@ -1,1 +1,424 @@
-//! placeholder
+//! The claw-foot quadruped task: velocity-command tracking on flat ground or slopes.
+//!
+//! One [`QuadrupedEnv`] is one robot. Actions are 16 numbers: 12 leg-joint position targets
+//! around the default pose (`default + action_scale * a`) and 4 claw targets
+//! (`claw_action_scale * a`, 0 = open), clipped to the joint limits before they reach the
+//! servos. The claws' grip follows the claws' measured angle through MuJoCo's adhesion actuator.
+//! Control runs at 50 Hz over 500 Hz physics (`env.decimation`).
+//!
+//! Each environment holds its own copy of the model: domain randomisation changes masses,
+//! friction, servo gains and the floor's tilt per episode, which a shared model cannot carry.
+//! The pristine model is shared (an `Arc`) and every episode's draw starts from it.
+pub mod config;
+pub mod layout;
+pub mod math;
+pub mod observation;
+pub mod randomize;
+pub mod report;
+pub mod reward;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mujoco_rs::prelude::*;
+
+pub use config::TaskConfig;
+pub use layout::{Layout, NUM_FEET, NUM_LEG_SERVOS, NUM_SERVOS, servo_names};
+pub use randomize::EpisodeParams;
+pub use report::simulate_report;
+
+use crate::env::{EpisodeLog, check_action};
+use crate::rng::{SimRng, rng, uniform};
+use crate::{Env, EnvSpec, ObsLayout, SimError, Telemetry, model};
+use math::{Vec3, axis_angle, dot, mul, rotate, rotate_inv};
+use observation::{ONBOARD_DIM, PRIVILEGED_DIM};
+use reward::{NUM_TERMS, RewardInputs, TERMS};
+
+/// A foot touches the ground when its touch sensor reads more than this (N).
+const CONTACT_THRESHOLD: f64 = 0.5;
+const CLAW_CLOSED: f64 = 1.2;
+
+/// The pristine model and everything derived from it once, shared by all environments.
+pub struct Robot {
+    pub file: PathBuf,
+    pub model: Arc<MjModel>,
+    pub layout: Layout,
+    pub default_pose: [f64; NUM_SERVOS],
+}
+
+impl Robot {
+    pub fn load(cfg: &TaskConfig) -> Result<Arc<Self>, SimError> {
+        let file = cfg.model_path();
+        let model = model::load(&file)?;
+        let layout = Layout::new(&model, &file)?;
+        let default_pose = layout.default_pose(&model);
+        Ok(Arc::new(Self { file, model: Arc::new(model), layout, default_pose }))
+    }
+}
+
+pub struct QuadrupedEnv {
+    cfg: Arc<TaskConfig>,
+    robot: Arc<Robot>,
+    data: MjData<Box<MjModel>>,
+    spec: EnvSpec,
+    rng: SimRng,
+    started: bool,
+    params: EpisodeParams,
+    steps: usize,
+    command: [f64; 3],
+    fixed_command: bool,
+    next_resample: f64,
+    next_push: f64,
+    action: [f32; NUM_SERVOS],
+    prev_action: [f32; NUM_SERVOS],
+    /// Servo targets in force (the servo's own angle frame, before calibration error).
+    target: [f64; NUM_SERVOS],
+    air_time: [f64; NUM_FEET],
+    contact: [bool; NUM_FEET],
+    term_sums: [f64; NUM_TERMS],
+    onboard: [f32; ONBOARD_DIM],
+    privileged: [f32; PRIVILEGED_DIM],
+}
+
+impl QuadrupedEnv {
+    /// Loads the model named by `cfg` and builds one environment.
+    pub fn new(cfg: &TaskConfig) -> Result<Self, SimError> {
+        Ok(Self::with_robot(Arc::new(cfg.clone()), Robot::load(cfg)?))
+    }
+
+    /// `n` environments sharing one loaded model.
+    pub fn many(cfg: &TaskConfig, n: usize) -> Result<Vec<Self>, SimError> {
+        let (cfg, robot) = (Arc::new(cfg.clone()), Robot::load(cfg)?);
+        Ok((0..n).map(|_| Self::with_robot(cfg.clone(), robot.clone())).collect())
+    }
+
+    pub fn with_robot(cfg: Arc<TaskConfig>, robot: Arc<Robot>) -> Self {
+        let model = Box::new((*robot.model).clone());
+        let physics_dt = model.opt().timestep;
+        let spec = EnvSpec {
+            name: "quadruped".into(),
+            action_dim: NUM_SERVOS,
+            onboard_dim: ONBOARD_DIM,
+            privileged_dim: PRIVILEGED_DIM,
+            obs_names: observation::names(),
+            action_names: servo_names(),
+            control_dt: physics_dt * cfg.env.decimation as f64,
+            max_episode_steps: cfg.max_episode_steps(physics_dt),
+        };
+        let mut r = rng(0);
+        let params = EpisodeParams::draw(&cfg, &mut r);
+        Self {
+            cfg,
+            robot,
+            data: MjData::new(model),
+            spec,
+            rng: r,
+            started: false,
+            params,
+            steps: 0,
+            command: [0.0; 3],
+            fixed_command: false,
+            next_resample: 0.0,
+            next_push: 0.0,
+            action: [0.0; NUM_SERVOS],
+            prev_action: [0.0; NUM_SERVOS],
+            target: [0.0; NUM_SERVOS],
+            air_time: [0.0; NUM_FEET],
+            contact: [false; NUM_FEET],
+            term_sums: [0.0; NUM_TERMS],
+            onboard: [0.0; ONBOARD_DIM],
+            privileged: [0.0; PRIVILEGED_DIM],
+        }
+    }
+
+    pub fn config(&self) -> &TaskConfig {
+        &self.cfg
+    }
+
+    pub fn robot(&self) -> &Robot {
+        &self.robot
+    }
+
+    /// The physical parameters drawn for the current episode.
+    pub fn params(&self) -> &EpisodeParams {
+        &self.params
+    }
+
+    /// The MuJoCo data, for inspection (tests, plots, the HIL bridge).
+    pub fn data(&self) -> &MjData<Box<MjModel>> {
+        &self.data
+    }
+
+    pub fn command(&self) -> [f64; 3] {
+        self.command
+    }
+
+    /// Turns the servos off (zero gain and torque) until the next reset: the robot goes limp.
+    pub fn disable_servos(&mut self) {
+        // SAFETY: only parameter values change, never sizes or addresses.
+        let model = unsafe { self.data.model_mut() };
+        for &a in &self.robot.layout.servo_actuator {
+            unsafe {
+                model.actuator_gainprm_mut()[a][0] = 0.0;
+            }
+            model.actuator_biasprm_mut()[a][1] = 0.0;
+            model.actuator_biasprm_mut()[a][2] = 0.0;
+        }
+    }
+
+    /// Servo targets for an action: leg joints around the default pose, claws from open.
+    fn targets(&self, action: &[f32]) -> [f64; NUM_SERVOS] {
+        let e = &self.cfg.env;
+        let l = &self.robot.layout;
+        std::array::from_fn(|i| {
+            let a = f64::from(action[i]).clamp(-e.action_clip, e.action_clip);
+            let t = if i < NUM_LEG_SERVOS { self.robot.default_pose[i] + e.action_scale * a } else { e.claw_action_scale * a };
+            t.clamp(l.servo_range[i][0], l.servo_range[i][1])
+        })
+    }
+
+    /// Writes servo targets into ctrl, with the servo's calibration error, and sets each
+    /// claw's grip from the claw's measured angle.
+    fn apply_targets(&mut self, target: &[f64; NUM_SERVOS]) {
+        let l = &self.robot.layout;
+        let qpos: [f64; NUM_SERVOS] = std::array::from_fn(|i| self.data.qpos()[l.servo_qpos[i]]);
+        let ctrl = self.data.ctrl_mut();
+        for i in 0..NUM_SERVOS {
+            // The servo holds its own reading at the target; its reading is angle + offset.
+            let [lo, hi] = l.servo_range[i];
+            ctrl[l.servo_actuator[i]] = (target[i] - self.params.joint_offset[i]).clamp(lo, hi);
+        }
+        for f in 0..NUM_FEET {
+            ctrl[l.grip_actuator[f]] = (qpos[NUM_LEG_SERVOS + f] / CLAW_CLOSED).clamp(0.0, 1.0);
+        }
+    }
+
+    fn sample_command(&mut self) {
+        use rand::RngExt;
+        let c = &self.cfg.command;
+        let zero = self.rng.random::<f64>() < c.zero_probability;
+        let draw = [uniform(&mut self.rng, c.forward), uniform(&mut self.rng, c.lateral), uniform(&mut self.rng, c.yaw_rate)];
+        self.command = if zero { [0.0; 3] } else { draw };
+        self.next_resample = self.data.time() + uniform(&mut self.rng, c.resample_seconds);
+    }
+
+    fn sensor(&self, adr: usize) -> Vec3 {
+        let s = self.data.sensordata();
+        [s[adr], s[adr + 1], s[adr + 2]]
+    }
+
+    fn base_quat(&self) -> [f64; 4] {
+        let s = &self.data.sensordata()[self.robot.layout.sensor_quat..];
+        [s[0], s[1], s[2], s[3]]
+    }
+
+    fn base_pos(&self) -> Vec3 {
+        let q = self.data.qpos();
+        [q[0], q[1], q[2]]
+    }
+
+    /// Height of the torso above the (possibly tilted) floor through the origin.
+    fn height(&self) -> f64 {
+        dot(self.base_pos(), self.params.floor_normal)
+    }
+
+    fn foot_forces(&self) -> [f64; NUM_FEET] {
+        let s = self.data.sensordata();
+        self.robot.layout.sensor_contact.map(|adr| s[adr])
+    }
+
+    fn grip(&self) -> [f64; NUM_FEET] {
+        let ctrl = self.data.ctrl();
+        self.robot.layout.grip_actuator.map(|a| ctrl[a])
+    }
+
+    /// Whether the episode must end: torso on the ground, tipped over, or collapsed.
+    fn fallen(&self) -> bool {
+        let t = &self.cfg.termination;
+        let up = rotate_inv(self.base_quat(), self.params.floor_normal);
+        let torso_hit = t.torso_contact && self.data.sensordata()[self.robot.layout.sensor_torso_contact] > 1.0;
+        torso_hit || up[2].clamp(-1.0, 1.0).acos() > t.max_tilt || self.height() < t.min_height
+    }
+
+    /// Places the robot in its default pose on the floor, with a random heading and joint noise.
+    fn place_robot(&mut self) {
+        let l = &self.robot.layout;
+        self.data.reset_keyframe(l.stand_key).expect("the stand keyframe exists");
+        let yaw = uniform(&mut self.rng, [-std::f64::consts::PI, std::f64::consts::PI]);
+        let noise = self.cfg.randomization.init_joint_noise;
+        let jitter: [f64; NUM_SERVOS] = std::array::from_fn(|_| uniform(&mut self.rng, [-noise, noise]));
+        let floor = self.params.floor_quat;
+        let height = self.data.qpos()[2];
+        let pos = rotate(floor, [0.0, 0.0, height]);
+        let quat = mul(floor, axis_angle([0.0, 0.0, 1.0], yaw));
+        // The floor is a mocap body (MuJoCo caches the pose of world-fixed geoms).
+        self.data.mocap_quat_mut()[0] = floor;
+        let qpos = self.data.qpos_mut();
+        qpos[..3].copy_from_slice(&pos);
+        qpos[3..7].copy_from_slice(&quat);
+        for i in 0..NUM_SERVOS {
+            let [lo, hi] = l.servo_range[i];
+            qpos[l.servo_qpos[i]] = (self.robot.default_pose[i] + jitter[i]).clamp(lo, hi);
+        }
+    }
+
+    /// Adds a random horizontal kick to the base when a push is due.
+    fn maybe_push(&mut self) {
+        let d = &self.cfg.randomization;
+        if self.data.time() < self.next_push {
+            return;
+        }
+        let (v, interval) = (d.push_velocity, d.push_interval_seconds);
+        let kick = [uniform(&mut self.rng, [-v, v]), uniform(&mut self.rng, [-v, v])];
+        let qvel = self.data.qvel_mut();
+        qvel[0] += kick[0];
+        qvel[1] += kick[1];
+        self.next_push = self.data.time() + uniform(&mut self.rng, interval);
+    }
+
+    /// Tracks air time per foot; returns the air time of feet that touched down this step.
+    fn update_contacts(&mut self, dt: f64) -> [f64; NUM_FEET] {
+        let forces = self.foot_forces();
+        let mut touchdown = [0.0; NUM_FEET];
+        for f in 0..NUM_FEET {
+            let contact = forces[f] > CONTACT_THRESHOLD;
+            if contact && !self.contact[f] {
+                touchdown[f] = self.air_time[f];
+            }
+            self.air_time[f] = if contact { 0.0 } else { self.air_time[f] + dt };
+            self.contact[f] = contact;
+        }
+        touchdown
+    }
+}
+
+impl Env for QuadrupedEnv {
+    fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    fn reset_in_place(&mut self, seed: u64) {
+        self.rng = rng(seed);
+        self.params = EpisodeParams::draw(&self.cfg, &mut self.rng);
+        // SAFETY: `apply` changes parameter values only, never sizes or addresses.
+        let model = unsafe { self.data.model_mut() };
+        self.params.apply(&self.robot.model, model, &self.robot.layout);
+        self.place_robot();
+        self.steps = 0;
+        self.action = [0.0; NUM_SERVOS];
+        self.prev_action = [0.0; NUM_SERVOS];
+        self.target = self.targets(&[0.0; NUM_SERVOS]);
+        let target = self.target;
+        self.apply_targets(&target);
+        self.fixed_command = false;
+        self.sample_command();
+        self.next_push = uniform(&mut self.rng, self.cfg.randomization.push_interval_seconds);
+        self.data.forward();
+        self.air_time = [0.0; NUM_FEET];
+        self.contact = self.foot_forces().map(|f| f > CONTACT_THRESHOLD);
+        self.term_sums = [0.0; NUM_TERMS];
+        self.started = true;
+        self.update_observation();
+    }
+
+    fn step_in_place(&mut self, action: &[f32]) -> Result<(f32, bool, bool), SimError> {
+        check_action(action, NUM_SERVOS)?;
+        if !self.started {
+            return Err(SimError::NotReset);
+        }
+        let clip = self.cfg.env.action_clip as f32;
+        self.prev_action = self.action;
+        self.action = std::array::from_fn(|i| action[i].clamp(-clip, clip));
+        let new_target = self.targets(action);
+        let (old_target, latency) = (self.target, self.params.latency_substeps);
+        let decimation = self.cfg.env.decimation;
+        let mut power = 0.0;
+        for k in 0..decimation {
+            self.apply_targets(if k < latency { &old_target } else { &new_target });
+            self.data.step();
+            power += self.leg_power();
+        }
+        self.target = new_target;
+        self.maybe_push();
+        self.data.forward();
+        self.steps += 1;
+        if !self.fixed_command && self.data.time() >= self.next_resample {
+            self.sample_command();
+        }
+
+        let dt = self.spec.control_dt;
+        let touchdown = self.update_contacts(dt);
+        let terminated = self.fallen();
+        let truncated = !terminated && self.steps >= self.spec.max_episode_steps;
+        let inputs = RewardInputs {
+            command: self.command,
+            lin_vel: self.sensor(self.robot.layout.sensor_linvel),
+            ang_vel: self.sensor(self.robot.layout.sensor_gyro),
+            floor_normal: rotate_inv(self.base_quat(), self.params.floor_normal),
+            height: self.height(),
+            action: &self.action,
+            prev_action: &self.prev_action,
+            power: power / decimation as f64,
+            touchdown_air_time: touchdown,
+            contact: self.contact,
+            grip: self.grip(),
+            terminated,
+        };
+        let rewards = &self.cfg.rewards;
+        let weighted = reward::weighted(&reward::terms(&inputs, rewards), &rewards.weights, dt);
+        for (sum, w) in self.term_sums.iter_mut().zip(weighted) {
+            *sum += w;
+        }
+        self.update_observation();
+        Ok((weighted.iter().sum::<f64>() as f32, terminated, truncated))
+    }
+
+    fn observe(&self, layout: ObsLayout, out: &mut [f32]) {
+        match layout {
+            ObsLayout::Onboard => out.copy_from_slice(&self.onboard),
+            ObsLayout::Privileged => out.copy_from_slice(&self.privileged),
+        }
+    }
+
+    fn episode_log(&self) -> EpisodeLog {
+        EpisodeLog {
+            steps: self.steps,
+            total: self.term_sums.iter().sum(),
+            terms: TERMS.iter().copied().zip(self.term_sums).collect(),
+        }
+    }
+
+    fn telemetry(&self) -> Telemetry {
+        let l = &self.robot.layout;
+        let v = self.sensor(l.sensor_linvel);
+        Telemetry {
+            time: self.data.time(),
+            command: self.command.iter().map(|c| *c as f32).collect(),
+            base_lin_vel: v,
+            yaw_rate: self.sensor(l.sensor_gyro)[2],
+            base_pos: self.base_pos(),
+            joint_pos: l.servo_qpos.iter().map(|&a| self.data.qpos()[a]).collect(),
+            foot_contact: self.contact.to_vec(),
+            grip: self.grip().to_vec(),
+        }
+    }
+
+    fn set_command(&mut self, command: &[f32]) -> Result<(), SimError> {
+        if command.len() != 3 {
+            return Err(SimError::CommandLength { expected: 3, got: command.len() });
+        }
+        self.command = std::array::from_fn(|i| f64::from(command[i]));
+        self.fixed_command = true;
+        self.update_observation();
+        Ok(())
+    }
+}
+
+impl QuadrupedEnv {
+    /// Mechanical power of the leg servos right now: sum |torque * joint speed| (W).
+    fn leg_power(&self) -> f64 {
+        let l = &self.robot.layout;
+        let (force, qvel) = (self.data.actuator_force(), self.data.qvel());
+        (0..NUM_LEG_SERVOS).map(|i| (force[l.servo_actuator[i]] * qvel[l.servo_dof[i]]).abs()).sum()
+    }
+}

@@ -1,0 +1,216 @@
+//! The quadruped task's configuration (`configs/task/*.toml`). Every field is required; see
+//! `configs/task/quadruped_flat.toml` for the meaning and units of each key.
+use std::path::{Path, PathBuf};
+
+use clawrl_config::{ConfigError, KeyError, Validate, check_interval, check_range};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TaskConfig {
+    pub env: EnvConfig,
+    pub command: CommandConfig,
+    pub terrain: TerrainConfig,
+    pub termination: TerminationConfig,
+    pub rewards: RewardConfig,
+    pub randomization: RandomizationConfig,
+    pub noise: NoiseConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EnvConfig {
+    pub model: PathBuf,
+    pub decimation: usize,
+    pub episode_seconds: f64,
+    pub action_scale: f64,
+    pub claw_action_scale: f64,
+    pub action_clip: f64,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CommandConfig {
+    pub forward: [f64; 2],
+    pub lateral: [f64; 2],
+    pub yaw_rate: [f64; 2],
+    pub resample_seconds: [f64; 2],
+    pub zero_probability: f64,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TerrainConfig {
+    pub slope_probability: f64,
+    pub slope_degrees: [f64; 2],
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TerminationConfig {
+    pub max_tilt: f64,
+    pub min_height: f64,
+    pub torso_contact: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RewardConfig {
+    pub tracking_sigma: f64,
+    pub base_height_target: f64,
+    pub air_time_target: f64,
+    pub weights: RewardWeights,
+}
+
+/// One weight per named reward term (see [`super::reward::TERMS`]).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RewardWeights {
+    pub tracking_lin_vel: f64,
+    pub tracking_ang_vel: f64,
+    pub lin_vel_z: f64,
+    pub ang_vel_xy: f64,
+    pub orientation: f64,
+    pub base_height: f64,
+    pub action_rate: f64,
+    pub energy: f64,
+    pub feet_air_time: f64,
+    pub claw_use: f64,
+    pub termination: f64,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RandomizationConfig {
+    pub friction: [f64; 2],
+    pub link_mass_scale: [f64; 2],
+    pub torso_added_mass: [f64; 2],
+    pub com_offset: [f64; 3],
+    pub servo_strength: [f64; 2],
+    pub latency_substeps: [usize; 2],
+    pub joint_offset: f64,
+    pub init_joint_noise: f64,
+    pub push_interval_seconds: [f64; 2],
+    pub push_velocity: f64,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NoiseConfig {
+    pub gyro: f64,
+    pub gravity: f64,
+    pub accelerometer: f64,
+    pub joint_pos: f64,
+    pub joint_vel: f64,
+}
+
+impl TaskConfig {
+    /// Loads and validates a task file; `overrides` are `key=value` strings.
+    pub fn load(path: impl AsRef<Path>, overrides: &[String]) -> Result<Self, ConfigError> {
+        clawrl_config::load(path, overrides)
+    }
+
+    /// The shipped flat-ground task (`configs/task/quadruped_flat.toml`).
+    pub fn flat() -> Result<Self, ConfigError> {
+        Self::load(crate::repo_root().join("configs/task/quadruped_flat.toml"), &[])
+    }
+
+    /// The shipped slope task (`configs/task/quadruped_slopes.toml`).
+    pub fn slopes() -> Result<Self, ConfigError> {
+        Self::load(crate::repo_root().join("configs/task/quadruped_slopes.toml"), &[])
+    }
+
+    /// The model path, resolved against the repository root when relative.
+    pub fn model_path(&self) -> PathBuf {
+        if self.env.model.is_absolute() { self.env.model.clone() } else { crate::repo_root().join(&self.env.model) }
+    }
+
+    pub fn max_episode_steps(&self, physics_dt: f64) -> usize {
+        (self.env.episode_seconds / (physics_dt * self.env.decimation as f64)).round() as usize
+    }
+}
+
+impl Validate for TaskConfig {
+    fn validate(&self) -> Result<(), KeyError> {
+        let e = &self.env;
+        check_range("env.decimation", e.decimation, 1, 100)?;
+        check_range("env.episode_seconds", e.episode_seconds, 0.1, 3600.0)?;
+        check_range("env.action_scale", e.action_scale, 0.0, 2.0)?;
+        check_range("env.claw_action_scale", e.claw_action_scale, 0.0, 2.0)?;
+        check_range("env.action_clip", e.action_clip, 0.1, 100.0)?;
+
+        let c = &self.command;
+        check_interval("command.forward", c.forward, -3.0, 3.0)?;
+        check_interval("command.lateral", c.lateral, -3.0, 3.0)?;
+        check_interval("command.yaw_rate", c.yaw_rate, -5.0, 5.0)?;
+        check_interval("command.resample_seconds", c.resample_seconds, 0.02, 3600.0)?;
+        check_range("command.zero_probability", c.zero_probability, 0.0, 1.0)?;
+
+        check_range("terrain.slope_probability", self.terrain.slope_probability, 0.0, 1.0)?;
+        check_interval("terrain.slope_degrees", self.terrain.slope_degrees, 0.0, 45.0)?;
+
+        check_range("termination.max_tilt", self.termination.max_tilt, 0.1, std::f64::consts::PI)?;
+        check_range("termination.min_height", self.termination.min_height, 0.0, 0.5)?;
+
+        let r = &self.rewards;
+        check_range("rewards.tracking_sigma", r.tracking_sigma, 1e-3, 10.0)?;
+        check_range("rewards.base_height_target", r.base_height_target, 0.05, 0.5)?;
+        check_range("rewards.air_time_target", r.air_time_target, 0.0, 2.0)?;
+        for (name, w) in r.weights.named() {
+            if !w.is_finite() {
+                return Err(KeyError::new(format!("rewards.weights.{name}"), "must be finite"));
+            }
+        }
+
+        let d = &self.randomization;
+        check_interval("randomization.friction", d.friction, 0.05, 3.0)?;
+        check_interval("randomization.link_mass_scale", d.link_mass_scale, 0.1, 3.0)?;
+        check_interval("randomization.torso_added_mass", d.torso_added_mass, -1.5, 5.0)?;
+        for (i, v) in d.com_offset.iter().enumerate() {
+            check_range(&format!("randomization.com_offset[{i}]"), *v, 0.0, 0.1)?;
+        }
+        check_interval("randomization.servo_strength", d.servo_strength, 0.1, 3.0)?;
+        let [lo, hi] = d.latency_substeps;
+        if lo > hi || hi > e.decimation {
+            return Err(KeyError::new(
+                "randomization.latency_substeps",
+                format!("[{lo}, {hi}] must satisfy lo <= hi <= env.decimation ({})", e.decimation),
+            ));
+        }
+        check_range("randomization.joint_offset", d.joint_offset, 0.0, 0.3)?;
+        check_range("randomization.init_joint_noise", d.init_joint_noise, 0.0, 0.5)?;
+        check_interval("randomization.push_interval_seconds", d.push_interval_seconds, 0.02, 3600.0)?;
+        check_range("randomization.push_velocity", d.push_velocity, 0.0, 3.0)?;
+
+        let n = &self.noise;
+        for (key, v) in [
+            ("noise.gyro", n.gyro),
+            ("noise.gravity", n.gravity),
+            ("noise.accelerometer", n.accelerometer),
+            ("noise.joint_pos", n.joint_pos),
+            ("noise.joint_vel", n.joint_vel),
+        ] {
+            check_range(key, v, 0.0, 10.0)?;
+        }
+        Ok(())
+    }
+}
+
+impl RewardWeights {
+    /// (term name, weight), in the order of [`super::reward::TERMS`].
+    pub fn named(&self) -> [(&'static str, f64); 11] {
+        [
+            ("tracking_lin_vel", self.tracking_lin_vel),
+            ("tracking_ang_vel", self.tracking_ang_vel),
+            ("lin_vel_z", self.lin_vel_z),
+            ("ang_vel_xy", self.ang_vel_xy),
+            ("orientation", self.orientation),
+            ("base_height", self.base_height),
+            ("action_rate", self.action_rate),
+            ("energy", self.energy),
+            ("feet_air_time", self.feet_air_time),
+            ("claw_use", self.claw_use),
+            ("termination", self.termination),
+        ]
+    }
+}

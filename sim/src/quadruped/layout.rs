@@ -1,0 +1,99 @@
+//! Where the robot's parts live in MuJoCo's arrays, looked up by name once at load time, so
+//! the rest of the task never hard-codes an index (the body tree puts each claw joint between
+//! legs in qpos; the actuators list legs first, claws after).
+use std::path::Path;
+
+use mujoco_rs::prelude::*;
+
+use crate::SimError;
+use crate::model::id_of;
+
+pub const LEGS: [&str; 4] = ["FL", "FR", "RL", "RR"];
+pub const LEG_JOINTS: [&str; 3] = ["hip_abd", "hip_pitch", "knee"];
+/// Servos driven by the policy: 12 leg joints then 4 claws.
+pub const NUM_SERVOS: usize = 16;
+pub const NUM_LEG_SERVOS: usize = 12;
+pub const NUM_FEET: usize = 4;
+
+/// Servo names in action order: `FL_hip_abd, FL_hip_pitch, FL_knee, FR_..., RR_knee, FL_claw, ...`.
+pub fn servo_names() -> Vec<String> {
+    let legs = LEGS.iter().flat_map(|l| LEG_JOINTS.iter().map(move |j| format!("{l}_{j}")));
+    let claws = LEGS.iter().map(|l| format!("{l}_claw"));
+    legs.chain(claws).collect()
+}
+
+/// Indices into qpos/qvel/ctrl/sensordata for everything the task reads or writes.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub servo_qpos: [usize; NUM_SERVOS],
+    pub servo_dof: [usize; NUM_SERVOS],
+    pub servo_actuator: [usize; NUM_SERVOS],
+    /// Joint limits per servo (rad).
+    pub servo_range: [[f64; 2]; NUM_SERVOS],
+    pub grip_actuator: [usize; NUM_FEET],
+    pub foot_body: [usize; NUM_FEET],
+    pub foot_geom: [usize; NUM_FEET],
+    pub torso_body: usize,
+    pub torso_geom: usize,
+    pub floor_geom: usize,
+    pub stand_key: usize,
+    pub sensor_quat: usize,
+    pub sensor_gyro: usize,
+    pub sensor_acc: usize,
+    pub sensor_contact: [usize; NUM_FEET],
+    pub sensor_linvel: usize,
+    pub sensor_torso_contact: usize,
+}
+
+impl Layout {
+    pub fn new(model: &MjModel, file: &Path) -> Result<Self, SimError> {
+        use mujoco_rs::mujoco_c::_mjtObjBase::*;
+        let names = servo_names();
+        let joint = |name: &str| id_of(model, file, mjOBJ_JOINT, name);
+        let actuator = |name: &str| id_of(model, file, mjOBJ_ACTUATOR, name);
+        let sensor = |name: &str| -> Result<usize, SimError> {
+            let id = id_of(model, file, mjOBJ_SENSOR, name)?;
+            Ok(model.sensor_adr()[id] as usize)
+        };
+        let mut l = Layout {
+            servo_qpos: [0; NUM_SERVOS],
+            servo_dof: [0; NUM_SERVOS],
+            servo_actuator: [0; NUM_SERVOS],
+            servo_range: [[0.0; 2]; NUM_SERVOS],
+            grip_actuator: [0; NUM_FEET],
+            foot_body: [0; NUM_FEET],
+            foot_geom: [0; NUM_FEET],
+            torso_body: id_of(model, file, mjOBJ_BODY, "torso")?,
+            torso_geom: id_of(model, file, mjOBJ_GEOM, "torso")?,
+            floor_geom: id_of(model, file, mjOBJ_GEOM, "floor")?,
+            stand_key: id_of(model, file, mjOBJ_KEY, "stand")?,
+            sensor_quat: sensor("imu_quat")?,
+            sensor_gyro: sensor("imu_gyro")?,
+            sensor_acc: sensor("imu_acc")?,
+            sensor_contact: [0; NUM_FEET],
+            sensor_linvel: sensor("base_linvel")?,
+            sensor_torso_contact: sensor("torso_contact")?,
+        };
+        for (i, name) in names.iter().enumerate() {
+            let j = joint(name)?;
+            l.servo_qpos[i] = model.jnt_qposadr()[j] as usize;
+            l.servo_dof[i] = model.jnt_dofadr()[j] as usize;
+            l.servo_range[i] = model.jnt_range()[j];
+            l.servo_actuator[i] = actuator(name)?;
+        }
+        for (f, leg) in LEGS.iter().enumerate() {
+            l.grip_actuator[f] = actuator(&format!("{leg}_grip"))?;
+            l.foot_body[f] = id_of(model, file, mjOBJ_BODY, &format!("{leg}_foot"))?;
+            l.foot_geom[f] = id_of(model, file, mjOBJ_GEOM, &format!("{leg}_foot"))?;
+            l.sensor_contact[f] = sensor(&format!("{leg}_contact"))?;
+        }
+        Ok(l)
+    }
+
+    /// The default standing pose of each servo (from the `stand` keyframe).
+    pub fn default_pose(&self, model: &MjModel) -> [f64; NUM_SERVOS] {
+        let nq = model.ffi().nq as usize;
+        let key = &model.key_qpos()[self.stand_key * nq..(self.stand_key + 1) * nq];
+        std::array::from_fn(|i| key[self.servo_qpos[i]])
+    }
+}

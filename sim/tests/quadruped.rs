@@ -1,0 +1,269 @@
+//! The claw-foot quadruped task: model, standing, falling, seeds, randomisation, bad input.
+use clawrl_sim::quadruped::{NUM_SERVOS, QuadrupedEnv, TaskConfig, servo_names};
+use clawrl_sim::{Env, ObsLayout, SimError, VecEnv};
+use mujoco_rs::mujoco_c::_mjtObjBase::*;
+
+fn task(file: &str, overrides: &[&str]) -> TaskConfig {
+    let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    TaskConfig::load(clawrl_sim::repo_root().join("configs/task").join(file), &overrides).unwrap()
+}
+
+/// Flat ground without pushes: nothing but the robot's own servos decides whether it stands.
+fn calm() -> TaskConfig {
+    task("quadruped_flat.toml", &["randomization.push_velocity=0.0"])
+}
+
+/// A fixed 25 degree slope with the slipperiest floor the randomisation draws.
+fn steep(claw: f32) -> (TaskConfig, [f32; NUM_SERVOS]) {
+    let cfg = task(
+        "quadruped_slopes.toml",
+        &[
+            "terrain.slope_probability=1.0",
+            "terrain.slope_degrees=[25.0, 25.0]",
+            "randomization.friction=[0.4, 0.4]",
+            "randomization.push_velocity=0.0",
+        ],
+    );
+    let mut action = [0.0f32; NUM_SERVOS];
+    action[12..].fill(claw);
+    (cfg, action)
+}
+
+#[test]
+fn model_has_the_expected_joints_actuators_and_sensors() {
+    let env = QuadrupedEnv::new(&calm()).unwrap();
+    let m = &*env.robot().model;
+    let f = m.ffi();
+    assert_eq!((f.nq, f.nv, f.nu), (7 + 16, 6 + 16, 20), "free base + 16 servo joints; 16 servos + 4 grips");
+    for name in servo_names() {
+        let j = m.name_to_id(mjOBJ_JOINT, &name).unwrap_or_else(|| panic!("joint {name}"));
+        let [lo, hi] = m.jnt_range()[j];
+        assert!(lo < hi, "{name} has limits");
+        assert!(m.name_to_id(mjOBJ_ACTUATOR, &name).is_some(), "servo {name}");
+        for s in ["pos", "vel"] {
+            assert!(m.name_to_id(mjOBJ_SENSOR, &format!("{name}_{s}")).is_some(), "{name}_{s}");
+        }
+    }
+    for leg in ["FL", "FR", "RL", "RR"] {
+        assert!(m.name_to_id(mjOBJ_ACTUATOR, &format!("{leg}_grip")).is_some());
+        assert!(m.name_to_id(mjOBJ_SENSOR, &format!("{leg}_contact")).is_some());
+    }
+    for s in ["imu_quat", "imu_gyro", "imu_acc", "base_linvel", "torso_contact"] {
+        assert!(m.name_to_id(mjOBJ_SENSOR, s).is_some(), "sensor {s}");
+    }
+    assert!(m.name_to_id(mjOBJ_KEY, "stand").is_some());
+    // Every servo's torque is capped (30 kg-cm class: 2.94 N m for the legs).
+    for a in 0..12 {
+        assert_eq!(m.actuator_forcerange()[a], [-2.94, 2.94]);
+    }
+    let spec = env.spec();
+    assert_eq!(spec.action_dim, 16);
+    assert_eq!(spec.obs_names.len(), spec.privileged_dim);
+    assert!(spec.onboard_dim < spec.privileged_dim);
+    assert!((spec.control_dt - 0.02).abs() < 1e-12, "50 Hz control over 500 Hz physics");
+}
+
+#[test]
+fn stands_on_its_servos_from_the_default_pose() {
+    let mut env = QuadrupedEnv::new(&calm()).unwrap();
+    env.reset(7);
+    let zero = [0.0f32; NUM_SERVOS];
+    for _ in 0..250 {
+        let t = env.step(&zero).unwrap();
+        assert!(!t.terminated, "fell while standing");
+    }
+    let tel = env.telemetry();
+    assert!(tel.base_pos[2] > 0.16, "torso sagged to {:.3} m", tel.base_pos[2]);
+    assert!(tel.base_pos[0].hypot(tel.base_pos[1]) < 0.05, "drifted {:?}", tel.base_pos);
+    assert!(tel.foot_contact.iter().all(|c| *c), "all four feet on the ground");
+}
+
+#[test]
+fn falls_and_terminates_with_servos_off() {
+    let mut env = QuadrupedEnv::new(&calm()).unwrap();
+    env.reset(7);
+    env.disable_servos();
+    let zero = [0.0f32; NUM_SERVOS];
+    let fell_at = (0..250).find(|_| env.step(&zero).unwrap().terminated);
+    assert!(fell_at.is_some(), "a limp robot must collapse within 5 s");
+    assert!(env.episode_log().terms.iter().any(|(n, v)| *n == "termination" && *v < 0.0));
+}
+
+fn trace(cfg: &TaskConfig, seed: u64) -> Vec<f32> {
+    let mut env = QuadrupedEnv::new(cfg).unwrap();
+    let mut out = env.reset(seed).privileged;
+    for t in 0..100 {
+        let a: Vec<f32> = (0..NUM_SERVOS).map(|i| ((t * 7 + i * 3) as f32 * 0.1).sin()).collect();
+        let step = env.step(&a).unwrap();
+        out.extend(step.observation.privileged);
+        out.push(step.reward);
+    }
+    out
+}
+
+#[test]
+fn a_seed_reproduces_an_episode_exactly() {
+    let cfg = task("quadruped_slopes.toml", &[]);
+    assert_eq!(trace(&cfg, 11), trace(&cfg, 11));
+    assert_ne!(trace(&cfg, 11), trace(&cfg, 12));
+}
+
+#[test]
+fn vectorised_quadrupeds_match_across_thread_counts() {
+    let cfg = task("quadruped_flat.toml", &[]);
+    let run = |threads| {
+        let mut v = VecEnv::new(QuadrupedEnv::many(&cfg, 4).unwrap(), threads, 5);
+        v.reset();
+        let mut out = Vec::new();
+        for t in 0..40 {
+            let a: Vec<f32> = (0..4 * NUM_SERVOS).map(|i| ((t + i) as f32 * 0.3).sin()).collect();
+            out.extend_from_slice(&v.step(&a).unwrap().privileged);
+        }
+        out
+    };
+    assert_eq!(run(1), run(2));
+    assert_eq!(run(1), run(4));
+}
+
+#[test]
+fn randomised_parameters_stay_inside_their_ranges() {
+    let cfg = task("quadruped_slopes.toml", &[]);
+    let d = &cfg.randomization;
+    let mut env = QuadrupedEnv::new(&cfg).unwrap();
+    let within = |x: f64, [lo, hi]: [f64; 2]| x >= lo && x <= hi;
+    let (mut sloped, mut flat) = (0, 0);
+    for seed in 0..200 {
+        env.reset(seed);
+        let p = env.params().clone();
+        assert!(within(p.friction, d.friction));
+        assert!(within(p.link_mass_scale, d.link_mass_scale));
+        assert!(within(p.torso_added_mass, d.torso_added_mass));
+        assert!(within(p.servo_strength, d.servo_strength));
+        assert!(p.latency_substeps >= d.latency_substeps[0] && p.latency_substeps <= d.latency_substeps[1]);
+        assert!(p.joint_offset.iter().all(|o| o.abs() <= d.joint_offset));
+        assert!(p.com_offset.iter().zip(d.com_offset).all(|(o, r)| o.abs() <= r));
+        if p.slope > 0.0 {
+            sloped += 1;
+            let deg = p.slope.to_degrees();
+            assert!(deg >= cfg.terrain.slope_degrees[0] - 1e-9 && deg <= cfg.terrain.slope_degrees[1] + 1e-9);
+        } else {
+            flat += 1;
+        }
+        // What was drawn is what the physics uses.
+        let m = env.data().model();
+        let torso = env.robot().layout.torso_body;
+        let base = &env.robot().model;
+        assert_eq!(m.geom_friction()[env.robot().layout.floor_geom][0], p.friction);
+        let expected = (base.body_mass()[torso] * p.link_mass_scale + p.torso_added_mass).max(0.1);
+        assert!((m.body_mass()[torso] - expected).abs() < 1e-12);
+        let a = env.robot().layout.servo_actuator[0];
+        assert!((m.actuator_forcerange()[a][1] - 2.94 * p.servo_strength).abs() < 1e-12);
+    }
+    // slope_probability = 0.8: both kinds of episode occur.
+    assert!(sloped > 120 && flat > 15, "sloped {sloped}, flat {flat}");
+}
+
+#[test]
+fn bad_actions_are_refused_and_never_reach_the_physics() {
+    let mut env = QuadrupedEnv::new(&calm()).unwrap();
+    assert!(matches!(env.step(&[0.0; NUM_SERVOS]), Err(SimError::NotReset)));
+    env.reset(3);
+    let time = env.data().time();
+    let qpos = env.data().qpos().to_vec();
+    assert!(matches!(env.step(&[0.0; 15]), Err(SimError::ActionLength { expected: 16, got: 15 })));
+    let mut nan = [0.0f32; NUM_SERVOS];
+    nan[4] = f32::NAN;
+    assert!(matches!(env.step(&nan), Err(SimError::NonFiniteAction { index: 4, .. })));
+    nan[4] = f32::NEG_INFINITY;
+    assert!(matches!(env.step(&nan), Err(SimError::NonFiniteAction { index: 4, .. })));
+    assert_eq!(env.data().time(), time);
+    assert_eq!(env.data().qpos(), &qpos[..]);
+}
+
+#[test]
+fn huge_actions_are_held_to_the_joint_limits() {
+    let mut env = QuadrupedEnv::new(&calm()).unwrap();
+    env.reset(3);
+    let layout = env.robot().layout.clone();
+    for sign in [1.0f32, -1.0] {
+        env.step(&[sign * 1e6; NUM_SERVOS]).unwrap();
+        let ctrl = env.data().ctrl();
+        for (i, &a) in layout.servo_actuator.iter().enumerate() {
+            let [lo, hi] = layout.servo_range[i];
+            assert!(ctrl[a] >= lo && ctrl[a] <= hi, "servo {i} target {} outside [{lo}, {hi}]", ctrl[a]);
+        }
+    }
+}
+
+#[test]
+fn a_model_that_fails_to_load_names_the_file_and_the_reason() {
+    let dir = std::env::temp_dir().join(format!("clawrl-bad-model-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("broken.xml");
+    std::fs::write(&bad, "<mujoco><worldbody><body><geom type=\"sphere\"/></body></worldbody>").unwrap();
+    let cfg = task("quadruped_flat.toml", &[&format!("env.model=\"{}\"", bad.display())]);
+    let err = QuadrupedEnv::new(&cfg).err().expect("a truncated file must not load");
+    let msg = err.to_string();
+    assert!(matches!(err, SimError::ModelLoad { .. }));
+    assert!(msg.contains("broken.xml"), "{msg}");
+    assert!(msg.to_lowercase().contains("xml") || msg.contains("error"), "MuJoCo's reason: {msg}");
+
+    // A model that loads but is not the robot names what is missing.
+    let other = clawrl_sim::models_dir().join("cartpole.xml");
+    let cfg = task("quadruped_flat.toml", &[&format!("env.model=\"{}\"", other.display())]);
+    let msg = QuadrupedEnv::new(&cfg).err().unwrap().to_string();
+    assert!(msg.contains("cartpole.xml") && msg.contains("torso"), "{msg}");
+}
+
+#[test]
+fn a_config_error_names_the_file_and_the_key() {
+    let path = clawrl_sim::repo_root().join("configs/task/quadruped_flat.toml");
+    let e = TaskConfig::load(&path, &["randomization.friction=[0.9, 0.4]".into()]).unwrap_err();
+    assert_eq!(e.key, "randomization.friction");
+    assert!(e.to_string().contains("quadruped_flat.toml"), "{e}");
+    let e = TaskConfig::load(&path, &["randomization.latency_substeps=[0, 50]".into()]).unwrap_err();
+    assert_eq!(e.key, "randomization.latency_substeps");
+}
+
+#[test]
+fn observation_layouts_are_consistent() {
+    let mut env = QuadrupedEnv::new(&calm()).unwrap();
+    let obs = env.reset(1);
+    let spec = env.spec().clone();
+    assert_eq!(obs.onboard.len(), spec.onboard_dim);
+    assert_eq!(obs.privileged.len(), spec.privileged_dim);
+    assert_eq!(&obs.privileged[..spec.onboard_dim], &obs.onboard[..], "privileged starts with onboard");
+    // Standing level: gravity points down the body's z axis (within the noise).
+    let g = spec.obs_names.iter().position(|n| n == "gravity_z").unwrap();
+    assert!(obs.onboard[g] < -0.9);
+    env.set_command(&[0.3, 0.0, 0.1]).unwrap();
+    let mut out = vec![0.0; spec.onboard_dim];
+    env.observe(ObsLayout::Onboard, &mut out);
+    let c = spec.obs_names.iter().position(|n| n == "command_forward").unwrap();
+    assert_eq!(&out[c..c + 3], &[0.3, 0.0, 0.1]);
+    assert!(env.set_command(&[0.3]).is_err());
+}
+
+/// On a 25 degree slope of the slipperiest floor, closed claws hold the robot where open
+/// claws let it slide: the grip is something a policy can learn to use.
+#[test]
+fn claws_hold_the_robot_on_a_steep_slope() {
+    let slide = |claw: f32| {
+        let (cfg, action) = steep(claw);
+        let mut env = QuadrupedEnv::new(&cfg).unwrap();
+        env.reset(21);
+        let start = env.telemetry().base_pos;
+        for _ in 0..150 {
+            if env.step(&action).unwrap().terminated {
+                return f64::INFINITY;
+            }
+        }
+        let end = env.telemetry().base_pos;
+        ((end[0] - start[0]).powi(2) + (end[1] - start[1]).powi(2)).sqrt()
+    };
+    let (open, closed) = (slide(0.0), slide(2.0));
+    println!("slide over 3 s on 25 deg, friction 0.4: claws open {open:.3} m, closed {closed:.3} m");
+    // Closed: a few centimetres of settling as the robot lands. Open: it slides away.
+    assert!(closed < 0.15, "closed claws slid {closed:.3} m");
+    assert!(open > 1.0 && open > 10.0 * closed, "open {open:.3} m vs closed {closed:.3} m");
+}
