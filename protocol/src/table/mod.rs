@@ -61,7 +61,7 @@ pub fn fields_in_write(
     address: u16,
     len: usize,
     table_len: u16,
-) -> Result<impl Iterator<Item = &'static Field>, LayoutError> {
+) -> Result<impl Iterator<Item = &'static Field> + Clone, LayoutError> {
     let end = address as usize + len;
     if end > table_len as usize {
         return Err(LayoutError::Misaligned);

@@ -1,0 +1,181 @@
+//! One servo channel's state and the per-tick arithmetic: clamp the goal to the joint's limits,
+//! limit the slew, apply the safe behaviours. Pure: no hardware here.
+
+use crate::config::{SafeBehaviour, ServoConfig};
+use crate::hal::ServoSample;
+
+/// Clamps `rad` into `[min, max]`; NaN goes to the middle of the range, not to an end.
+pub fn clamp_to_limits(rad: f32, min: f32, max: f32) -> f32 {
+    if rad.is_nan() {
+        0.5 * (min + max)
+    } else {
+        rad.clamp(min, max)
+    }
+}
+
+/// Moves `from` towards `to` by at most `max_step`.
+pub fn slew(from: f32, to: f32, max_step: f32) -> f32 {
+    from + (to - from).clamp(-max_step, max_step)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Servo {
+    /// Soft limits the runtime may narrow (Min/Max Position Limit), always inside the config's.
+    pub min_rad: f32,
+    pub max_rad: f32,
+    /// Last goal written, already clamped to the soft limits.
+    pub goal_rad: f32,
+    /// What the output was driven to last tick, or `None` when limp.
+    pub commanded_rad: Option<f32>,
+    pub torque_enabled: bool,
+    /// Hardware Error Status bits.
+    pub hw_error: u8,
+    pub temperature_limit_c: u8,
+    pub led: u8,
+    /// Position gains (P, I, D): stored for X-series tools; a hobby servo's loop is internal.
+    pub gains: [u16; 3],
+    pub present: ServoSample,
+    pub velocity_rad_s: f32,
+    /// Pulse width put out last tick (0 when limp), reported as Present PWM.
+    pub pulse_us: f32,
+}
+
+impl Servo {
+    pub fn new(config: &ServoConfig, temperature_limit_c: u8) -> Self {
+        Self {
+            min_rad: config.min_rad,
+            max_rad: config.max_rad,
+            goal_rad: clamp_to_limits(0.0, config.min_rad, config.max_rad),
+            commanded_rad: None,
+            torque_enabled: false,
+            hw_error: 0,
+            temperature_limit_c,
+            led: 0,
+            gains: [0, 0, 800],
+            present: ServoSample::default(),
+            velocity_rad_s: 0.0,
+            pulse_us: 0.0,
+        }
+    }
+
+    pub fn set_goal(&mut self, rad: f32) {
+        self.goal_rad = clamp_to_limits(rad, self.min_rad, self.max_rad);
+    }
+
+    /// Narrows the soft limits; refuses a range outside the hard one or inverted.
+    pub fn set_limits(&mut self, min: f32, max: f32, config: &ServoConfig) -> Result<(), ()> {
+        if min > max || min < config.min_rad - 1e-3 || max > config.max_rad + 1e-3 {
+            return Err(());
+        }
+        self.min_rad = min.max(config.min_rad);
+        self.max_rad = max.min(config.max_rad);
+        self.goal_rad = clamp_to_limits(self.goal_rad, self.min_rad, self.max_rad);
+        Ok(())
+    }
+
+    /// Takes a new sensor sample; velocity is differentiated and low-passed here because a
+    /// potentiometer gives position only.
+    pub fn observe(&mut self, sample: ServoSample, dt_s: f32) {
+        if dt_s > 0.0 {
+            let raw = (sample.position_rad - self.present.position_rad) / dt_s;
+            self.velocity_rad_s += 0.3 * (raw - self.velocity_rad_s);
+        }
+        self.present = sample;
+    }
+
+    /// Where to drive the output this tick, or `None` for no pulses.
+    pub fn next_command(
+        &mut self,
+        track: Option<f32>,
+        behaviour: Option<SafeBehaviour>,
+        step: f32,
+        damp_alpha: f32,
+    ) -> Option<f32> {
+        let drive = |target: f32, from: f32| {
+            clamp_to_limits(slew(from, target, step), self.min_rad, self.max_rad)
+        };
+        // Leaving limp: start from where the joint is, so the first pulse does not jump.
+        let from = self.commanded_rad.unwrap_or(self.present.position_rad);
+        let next = match (track, behaviour) {
+            (Some(goal), _) if self.torque_enabled => Some(drive(goal, from)),
+            (Some(_), _) => None,
+            (None, Some(SafeBehaviour::Hold)) => self.commanded_rad.map(|c| drive(c, c)),
+            (None, Some(SafeBehaviour::Damp)) => self
+                .commanded_rad
+                .map(|c| drive(c + damp_alpha * (self.present.position_rad - c), c)),
+            (None, _) => None,
+        };
+        self.commanded_rad = next;
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn servo() -> Servo {
+        let mut s = Servo::new(&ServoConfig::new(-1.2, 1.8), 70);
+        s.torque_enabled = true;
+        s
+    }
+
+    #[test]
+    fn goals_outside_the_limits_are_clamped() {
+        let mut s = servo();
+        for (goal, expected) in [
+            (5.0, 1.8),
+            (-5.0, -1.2),
+            (0.5, 0.5),
+            (f32::NAN, 0.3),
+            (f32::INFINITY, 1.8),
+        ] {
+            s.set_goal(goal);
+            assert_eq!(s.goal_rad, expected, "goal {goal}");
+        }
+    }
+
+    #[test]
+    fn the_commanded_position_moves_by_at_most_one_step_per_tick() {
+        let mut s = servo();
+        s.commanded_rad = Some(0.0);
+        s.set_goal(1.0);
+        let got: Vec<f32> = (0..4)
+            .map(|_| s.next_command(Some(s.goal_rad), None, 0.3, 0.0).unwrap())
+            .collect();
+        let expected = [0.3, 0.6, 0.9, 1.0];
+        for (g, e) in got.iter().zip(expected) {
+            assert!((g - e).abs() < 1e-6, "{got:?}");
+        }
+    }
+
+    #[test]
+    fn leaving_limp_starts_from_the_measured_position() {
+        let mut s = servo();
+        s.present.position_rad = 1.0;
+        s.commanded_rad = None;
+        assert_eq!(s.next_command(Some(-1.0), None, 0.1, 0.0), Some(0.9));
+    }
+
+    #[test]
+    fn soft_limits_cannot_widen_the_hard_ones() {
+        let mut s = servo();
+        let config = ServoConfig::new(-1.2, 1.8);
+        assert!(s.set_limits(-2.0, 1.0, &config).is_err());
+        assert!(s.set_limits(0.5, 0.2, &config).is_err());
+        s.set_goal(1.5);
+        s.set_limits(-1.0, 1.0, &config).unwrap();
+        assert_eq!(s.goal_rad, 1.0);
+    }
+
+    #[test]
+    fn damp_follows_the_measured_position_with_a_lag() {
+        let mut s = servo();
+        s.commanded_rad = Some(0.0);
+        s.present.position_rad = 1.0;
+        let c = s
+            .next_command(None, Some(SafeBehaviour::Damp), 1.0, 0.1)
+            .unwrap();
+        assert!((c - 0.1).abs() < 1e-6);
+    }
+}

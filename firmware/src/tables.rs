@@ -1,0 +1,339 @@
+//! The control tables as the wire sees them: each device's registers rendered into bytes for
+//! READs, and WRITEs applied register by register. A write is checked whole before anything
+//! changes, so it lands entirely or not at all.
+
+use crate::config::SafeBehaviour;
+use crate::controller::Controller;
+use crate::safety::SafetyState;
+use clawrl_protocol::ErrorCode;
+use clawrl_protocol::table::{self, Field, LayoutError, board, servo};
+use clawrl_protocol::units::{self, ids};
+
+pub const FIRMWARE_VERSION: u8 = 1;
+/// Largest table, so one buffer renders either.
+pub const MAX_TABLE_LEN: usize = board::TABLE_LEN as usize;
+
+fn put(out: &mut [u8], address: u16, bytes: &[u8]) {
+    out[address as usize..address as usize + bytes.len()].copy_from_slice(bytes);
+}
+
+fn clamp_i16(v: f32) -> i16 {
+    units::libm_round(v).clamp(i16::MIN as i32, i16::MAX as i32) as i16
+}
+
+fn layout_error(e: LayoutError) -> ErrorCode {
+    match e {
+        LayoutError::Misaligned => ErrorCode::DataLength,
+        LayoutError::ReadOnly => ErrorCode::Access,
+    }
+}
+
+impl Controller {
+    /// Renders servo `index`'s table; returns its length.
+    pub fn render_servo(&self, index: usize, out: &mut [u8; MAX_TABLE_LEN]) -> usize {
+        let s = &self.servos[index];
+        out.fill(0);
+        put(
+            out,
+            servo::MODEL_NUMBER_ADDR,
+            &servo::MODEL_NUMBER.to_le_bytes(),
+        );
+        put(out, servo::FIRMWARE_VERSION, &[FIRMWARE_VERSION]);
+        put(out, servo::ID, &[ids::servo_id(index)]);
+        // Baud rate register 7 = 4.5 Mbaud in X-series codes; the virtual board ignores it.
+        put(out, servo::BAUD_RATE, &[4]);
+        put(out, servo::OPERATING_MODE, &[servo::POSITION_CONTROL_MODE]);
+        put(out, servo::TEMPERATURE_LIMIT, &[s.temperature_limit_c]);
+        put(out, servo::MAX_VOLTAGE_LIMIT, &160u16.to_le_bytes());
+        put(
+            out,
+            servo::MIN_VOLTAGE_LIMIT,
+            &(self.config.min_supply_mv / 100).to_le_bytes(),
+        );
+        put(
+            out,
+            servo::MAX_POSITION_LIMIT,
+            &units::rad_to_ticks(s.max_rad).to_le_bytes(),
+        );
+        put(
+            out,
+            servo::MIN_POSITION_LIMIT,
+            &units::rad_to_ticks(s.min_rad).to_le_bytes(),
+        );
+        put(out, servo::TORQUE_ENABLE, &[s.torque_enabled as u8]);
+        put(out, servo::LED, &[s.led]);
+        put(out, servo::STATUS_RETURN_LEVEL, &[2]);
+        put(out, servo::HARDWARE_ERROR_STATUS, &[s.hw_error]);
+        put(out, servo::POSITION_D_GAIN, &s.gains[2].to_le_bytes());
+        put(out, servo::POSITION_I_GAIN, &s.gains[1].to_le_bytes());
+        put(out, servo::POSITION_P_GAIN, &s.gains[0].to_le_bytes());
+        put(out, servo::BUS_WATCHDOG, &[self.bus_watchdog_register()]);
+        put(
+            out,
+            servo::GOAL_POSITION,
+            &units::rad_to_ticks(s.goal_rad).to_le_bytes(),
+        );
+        put(
+            out,
+            servo::REALTIME_TICK,
+            &((self.now_us / 1000) as u16 % 32768).to_le_bytes(),
+        );
+        put(out, servo::MOVING, &[(s.velocity_rad_s.abs() > 0.05) as u8]);
+        put(
+            out,
+            servo::PRESENT_PWM,
+            &clamp_i16(s.pulse_us).to_le_bytes(),
+        );
+        put(
+            out,
+            servo::PRESENT_CURRENT,
+            &clamp_i16(s.present.current_ma).to_le_bytes(),
+        );
+        put(
+            out,
+            servo::PRESENT_VELOCITY,
+            &units::rad_per_s_to_velocity_units(s.velocity_rad_s).to_le_bytes(),
+        );
+        put(
+            out,
+            servo::PRESENT_POSITION,
+            &units::rad_to_ticks(s.present.position_rad).to_le_bytes(),
+        );
+        put(
+            out,
+            servo::PRESENT_INPUT_VOLTAGE,
+            &(self.supply_mv / 100).to_le_bytes(),
+        );
+        put(
+            out,
+            servo::PRESENT_TEMPERATURE,
+            &[s.present.temperature_c.clamp(0.0, 255.0) as u8],
+        );
+        servo::TABLE_LEN as usize
+    }
+
+    /// X-series Bus Watchdog: the timeout in 20 ms units, 255 (-1) once it has tripped.
+    fn bus_watchdog_register(&self) -> u8 {
+        if self.safety.faults() & board::fault::WATCHDOG != 0 {
+            0xFF
+        } else {
+            (self.safety.watchdog_ms() / 20).min(254) as u8
+        }
+    }
+
+    /// Renders the board's table; returns its length.
+    pub fn render_board(&self, out: &mut [u8; MAX_TABLE_LEN]) -> usize {
+        out.fill(0);
+        put(
+            out,
+            board::MODEL_NUMBER_ADDR,
+            &board::MODEL_NUMBER.to_le_bytes(),
+        );
+        put(out, board::FIRMWARE_VERSION, &[FIRMWARE_VERSION]);
+        put(out, board::ID, &[ids::BOARD]);
+        put(out, board::SAFETY_STATE, &[self.safety.state().register()]);
+        put(out, board::FAULT_FLAGS, &self.safety.faults().to_le_bytes());
+        put(
+            out,
+            board::WATCHDOG_TIMEOUT_MS,
+            &self.safety.watchdog_ms().to_le_bytes(),
+        );
+        put(
+            out,
+            board::SAFE_BEHAVIOUR,
+            &[self.safety.watchdog_behaviour().register()],
+        );
+        put(out, board::SERVO_COUNT, &[ids::SERVO_COUNT as u8]);
+        put(out, board::SUPPLY_MV, &self.supply_mv.to_le_bytes());
+        put(
+            out,
+            board::MIN_SUPPLY_MV,
+            &self.config.min_supply_mv.to_le_bytes(),
+        );
+        put(
+            out,
+            board::MAX_TEMPERATURE,
+            &[self.config.max_temperature_c],
+        );
+        put(out, board::IMU_STATUS, &[self.imu_ok as u8]);
+        self.render_imu(out);
+        put(out, board::TICK_COUNT, &self.tick_count.to_le_bytes());
+        put(out, board::UPTIME_US, &(self.now_us as u32).to_le_bytes());
+        put(out, board::HIL_FAULT_INJECT, &[self.fault_inject]);
+        put(out, board::HIL_SIMULATED, &[self.simulated as u8]);
+        put(out, board::FAULT_LOG_COUNT, &[self.fault_log.count()]);
+        for (i, (code, id, ms)) in self.fault_log.entries().iter().enumerate() {
+            let at = board::FAULT_LOG + i as u16 * board::FAULT_LOG_ENTRY_LEN;
+            put(out, at, &[*code, *id]);
+            put(out, at + 2, &ms.to_le_bytes());
+        }
+        self.render_mirror(out);
+        board::TABLE_LEN as usize
+    }
+
+    fn render_imu(&self, out: &mut [u8]) {
+        for axis in 0..3 {
+            let a = axis as u16 * 2;
+            put(
+                out,
+                board::GYRO + a,
+                &clamp_i16(self.imu.gyro_rad_s[axis] * 1000.0).to_le_bytes(),
+            );
+            put(
+                out,
+                board::ACCEL + a,
+                &clamp_i16(self.imu.accel_m_s2[axis] * 100.0).to_le_bytes(),
+            );
+        }
+        for (i, c) in self.filter.quaternion().iter().enumerate() {
+            put(
+                out,
+                board::QUATERNION + 2 * i as u16,
+                &clamp_i16(c * 16384.0).to_le_bytes(),
+            );
+        }
+    }
+
+    /// Every servo's present state, so one board READ returns the whole robot.
+    fn render_mirror(&self, out: &mut [u8]) {
+        for (i, s) in self.servos.iter().enumerate() {
+            let at = board::SERVO_MIRROR + i as u16 * board::SERVO_MIRROR_ENTRY_LEN;
+            let ticks = units::rad_to_ticks(s.present.position_rad)
+                .clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+            let velocity = units::rad_per_s_to_velocity_units(s.velocity_rad_s)
+                .clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+            put(out, at, &ticks.to_le_bytes());
+            put(out, at + 2, &velocity.to_le_bytes());
+            put(out, at + 4, &clamp_i16(s.present.current_ma).to_le_bytes());
+        }
+    }
+
+    /// WRITE to servo `index`.
+    pub fn write_servo(
+        &mut self,
+        index: usize,
+        address: u16,
+        data: &[u8],
+    ) -> Result<(), ErrorCode> {
+        let fields = table::fields_in_write(servo::FIELDS, address, data.len(), servo::TABLE_LEN)
+            .map_err(layout_error)?;
+        // Checked on a copy first: nothing changes unless every register accepts its value.
+        let mut copy = self.servos[index];
+        let mut torque = None;
+        for field in fields.clone() {
+            let value = table::field_value(field, address, data);
+            self.check_servo_field(index, &mut copy, field, value, &mut torque)?;
+        }
+        if let Some(on) = torque {
+            self.servo_torque(index, on)?;
+            copy.torque_enabled = self.servos[index].torque_enabled;
+            copy.commanded_rad = self.servos[index].commanded_rad;
+            if on {
+                copy.goal_rad = self.servos[index].goal_rad;
+            }
+        }
+        // A goal in the same write as Torque Enable must win over the enable's reset.
+        for field in fields.filter(|f| f.address == servo::GOAL_POSITION) {
+            copy.set_goal(units::ticks_to_rad(
+                table::field_value(field, address, data) as i32,
+            ));
+        }
+        self.servos[index] = copy;
+        Ok(())
+    }
+
+    fn check_servo_field(
+        &self,
+        index: usize,
+        s: &mut crate::servo::Servo,
+        field: &Field,
+        value: u32,
+        torque: &mut Option<bool>,
+    ) -> Result<(), ErrorCode> {
+        let hard = &self.config.servos[index];
+        match field.address {
+            servo::TORQUE_ENABLE => match value {
+                0 | 1 => *torque = Some(value == 1),
+                _ => return Err(ErrorCode::DataRange),
+            },
+            servo::GOAL_POSITION => {
+                if matches!(self.safety.state(), SafetyState::Fault | SafetyState::EStop) {
+                    return Err(ErrorCode::ResultFail);
+                }
+            }
+            servo::MAX_POSITION_LIMIT | servo::MIN_POSITION_LIMIT => {
+                // EEPROM-like, as X-series: only with torque off.
+                if s.torque_enabled {
+                    return Err(ErrorCode::Access);
+                }
+                let rad = units::ticks_to_rad(value as i32);
+                let (min, max) = if field.address == servo::MAX_POSITION_LIMIT {
+                    (s.min_rad, rad)
+                } else {
+                    (rad, s.max_rad)
+                };
+                s.set_limits(min, max, hard)
+                    .map_err(|_| ErrorCode::DataLimit)?;
+            }
+            servo::TEMPERATURE_LIMIT => {
+                if value > self.config.max_temperature_c as u32 {
+                    return Err(ErrorCode::DataLimit);
+                }
+                s.temperature_limit_c = value as u8;
+            }
+            servo::LED => s.led = value as u8,
+            servo::POSITION_P_GAIN => s.gains[0] = value as u16,
+            servo::POSITION_I_GAIN => s.gains[1] = value as u16,
+            servo::POSITION_D_GAIN => s.gains[2] = value as u16,
+            _ => return Err(ErrorCode::Access),
+        }
+        Ok(())
+    }
+
+    /// WRITE to the board.
+    pub fn write_board(&mut self, address: u16, data: &[u8]) -> Result<(), ErrorCode> {
+        let fields = table::fields_in_write(board::FIELDS, address, data.len(), board::TABLE_LEN)
+            .map_err(layout_error)?;
+        for field in fields.clone() {
+            self.board_field(field, table::field_value(field, address, data), false)?;
+        }
+        for field in fields {
+            self.board_field(field, table::field_value(field, address, data), true)?;
+        }
+        Ok(())
+    }
+
+    fn board_field(&mut self, field: &Field, value: u32, commit: bool) -> Result<(), ErrorCode> {
+        match field.address {
+            board::SAFETY_COMMAND if commit => self.safety_command(value as u8)?,
+            board::SAFETY_COMMAND => {
+                if !(board::command::ENABLE..=board::command::CLEAR).contains(&(value as u8)) {
+                    return Err(ErrorCode::DataRange);
+                }
+            }
+            board::WATCHDOG_TIMEOUT_MS => {
+                let ms = value as u16;
+                if !(self.config.watchdog_min_ms..=self.config.watchdog_max_ms).contains(&ms) {
+                    return Err(ErrorCode::DataLimit);
+                }
+                if commit {
+                    let _ = self.safety.set_watchdog_ms(ms, &self.config);
+                }
+            }
+            board::SAFE_BEHAVIOUR => {
+                let behaviour =
+                    SafeBehaviour::from_register(value as u8).ok_or(ErrorCode::DataRange)?;
+                if commit {
+                    self.safety.set_watchdog_behaviour(behaviour);
+                }
+            }
+            board::HIL_FAULT_INJECT => {
+                if commit {
+                    self.fault_inject = value as u8;
+                }
+            }
+            _ => return Err(ErrorCode::Access),
+        }
+        Ok(())
+    }
+}
