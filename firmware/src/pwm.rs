@@ -76,3 +76,65 @@ impl<P: SetDutyCycle, const N: usize> ServoOutputs<P, N> {
         &self.channels
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::f32::consts::FRAC_PI_4;
+    use embedded_hal_mock::eh1::pwm::{Mock, Transaction};
+
+    #[test]
+    fn pulse_widths_for_known_angles_reach_the_channel() {
+        // 50 Hz with a 20000-step timer: one duty step per microsecond.
+        let cal = PulseCalibration::DS3230;
+        let reversed = PulseCalibration {
+            reversed: true,
+            ..cal
+        };
+        let trimmed = PulseCalibration {
+            trim_rad: 0.1,
+            ..cal
+        };
+        // (calibration, angle, expected duty = pulse in us); 424.41 us per rad.
+        let cases = [
+            (cal, 0.0, 1500),
+            (cal, FRAC_PI_4, 1833),
+            (cal, -FRAC_PI_4, 1167),
+            (reversed, FRAC_PI_4, 1167),
+            (trimmed, 0.0, 1542),
+            (cal, 3.0, 2500),
+            (cal, -3.0, 500),
+        ];
+        for (cal, angle, duty) in cases {
+            let expectations = [
+                Transaction::max_duty_cycle(20000),
+                Transaction::set_duty_cycle(duty),
+            ];
+            let mut pin = Mock::new(&expectations);
+            let mut outputs = ServoOutputs::new([pin.clone()], 20000.0);
+            outputs.set(0, Some(cal.pulse_us(angle))).unwrap();
+            pin.done();
+        }
+    }
+
+    #[test]
+    fn no_pulse_is_zero_duty() {
+        let expectations = [Transaction::set_duty_cycle(0)];
+        let mut pin = Mock::new(&expectations);
+        let mut outputs = ServoOutputs::new([pin.clone()], 20000.0);
+        outputs.set(0, None).unwrap();
+        pin.done();
+    }
+
+    #[test]
+    fn angle_inverts_pulse() {
+        let cal = PulseCalibration {
+            trim_rad: -0.2,
+            reversed: true,
+            ..PulseCalibration::DS3230
+        };
+        for angle in [-1.0f32, 0.0, 0.7] {
+            assert!((cal.angle_rad(cal.pulse_us(angle)) - angle).abs() < 1e-5);
+        }
+    }
+}
