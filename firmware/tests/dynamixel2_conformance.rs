@@ -1,0 +1,153 @@
+//! Conformance with a master nobody here wrote: the `dynamixel2` crate opens the virtual board's
+//! pseudo-terminal as a serial port and pings, reads, writes and sync-writes it.
+
+use clawrl_firmware::pwm::PulseCalibration;
+use clawrl_firmware::virtual_board::{ServoModel, VirtualBoard};
+use clawrl_firmware::{FirmwareConfig, SafetyState};
+use clawrl_protocol::table::{board, servo};
+use clawrl_protocol::units::{rad_to_ticks, ticks_to_rad};
+use dynamixel2::Bus;
+use dynamixel2::instructions::SyncWriteData;
+use std::time::Duration;
+
+fn start() -> (VirtualBoard, Bus<Vec<u8>, Vec<u8>>) {
+    let config = FirmwareConfig {
+        watchdog_ms: 1000,
+        ..FirmwareConfig::claw_foot()
+    };
+    let board = VirtualBoard::spawn_on_pty(config.clone(), ServoModel::new(&config)).unwrap();
+    let bus = Bus::open(board.path(), 1_000_000).unwrap();
+    (board, bus)
+}
+
+#[test]
+fn ping_answers_model_and_firmware() {
+    let (_board, mut bus) = start();
+    let servo_ping = bus.ping(1).unwrap();
+    assert_eq!(
+        (
+            servo_ping.motor_id,
+            servo_ping.data.model,
+            servo_ping.data.firmware
+        ),
+        (1, servo::MODEL_NUMBER, 1)
+    );
+    let board_ping = bus.ping(100).unwrap();
+    assert_eq!(board_ping.data.model, board::MODEL_NUMBER);
+    assert!(bus.ping(42).is_err(), "no device 42 on this board");
+}
+
+#[test]
+fn scan_finds_all_seventeen_devices() {
+    let (_board, mut bus) = start();
+    let found: Vec<u8> = bus
+        .scan()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.unwrap().motor_id)
+        .collect();
+    let mut expected: Vec<u8> = (1..=16).collect();
+    expected.push(100);
+    assert_eq!(found, expected);
+}
+
+#[test]
+fn reads_the_control_tables() {
+    let (_board, mut bus) = start();
+    assert_eq!(bus.read_u8(7, servo::ID).unwrap().data, 7);
+    assert_eq!(
+        bus.read_u16(1, servo::MODEL_NUMBER_ADDR).unwrap().data,
+        servo::MODEL_NUMBER
+    );
+    // The servo model starts the knee (ID 3) mid-range at -1.6 rad.
+    let knee = bus.read_u32(3, servo::PRESENT_POSITION).unwrap().data as i32;
+    assert_eq!(knee, rad_to_ticks(-1.6));
+    assert_eq!(
+        bus.read_u8(100, board::SAFETY_STATE).unwrap().data,
+        board::state::IDLE
+    );
+    assert_eq!(bus.read_u8(100, board::HIL_SIMULATED).unwrap().data, 1);
+    let limits = bus.read(3, servo::MAX_POSITION_LIMIT, 8).unwrap().data;
+    let max = i32::from_le_bytes(limits[0..4].try_into().unwrap());
+    let min = i32::from_le_bytes(limits[4..8].try_into().unwrap());
+    assert_eq!((min, max), (rad_to_ticks(-2.6), rad_to_ticks(-0.6)));
+    // An error status comes back as a motor error with the Dynamixel error number.
+    match bus.read(1, 140, 20) {
+        Err(dynamixel2::TransferError::ReadError(dynamixel2::ReadError::MotorError(e))) => {
+            assert_eq!(e.error_number(), 7)
+        }
+        other => panic!("expected an access error, got {other:?}"),
+    }
+}
+
+#[test]
+fn sync_write_moves_the_servos_and_sync_read_sees_them_arrive() {
+    let (board, mut bus) = start();
+    assert_eq!(
+        bus.write_u8(100, board::SAFETY_COMMAND, board::command::ENABLE)
+            .unwrap()
+            .motor_id,
+        100
+    );
+    // A leg pose for all 12 joints, and a knee goal beyond its limit that must be clamped.
+    let pose = [0.1f32, 0.8, -1.5];
+    let mut goals: Vec<(u8, f32)> = (0..12).map(|i| (i as u8 + 1, pose[i % 3])).collect();
+    goals[2].1 = 0.5;
+    let data: Vec<SyncWriteData<[u8; 4]>> = goals
+        .iter()
+        .map(|&(id, rad)| SyncWriteData {
+            motor_id: id,
+            data: (rad_to_ticks(rad) as u32).to_le_bytes(),
+        })
+        .collect();
+    bus.sync_write(servo::GOAL_POSITION, 4, &data).unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    let ids: Vec<u8> = (1..=12).collect();
+    let present = bus.sync_read_u32(&ids, servo::PRESENT_POSITION).unwrap();
+    for (response, &(id, goal)) in present.iter().zip(&goals) {
+        assert_eq!(response.motor_id, id);
+        let expected = if id == 3 { -0.6 } else { goal };
+        let got = ticks_to_rad(response.data as i32);
+        assert!(
+            (got - expected).abs() < 0.01,
+            "servo {id}: at {got} rad, goal {expected}"
+        );
+    }
+    // What reached the outputs: the clamped knee pulse.
+    let observed = board.observed();
+    assert_eq!(observed.state, SafetyState::Enabled);
+    let knee_pulse = observed.pulses_us[2].unwrap();
+    assert!(
+        (knee_pulse - PulseCalibration::DS3230.pulse_us(-0.6)).abs() < 0.1,
+        "knee pulse {knee_pulse}"
+    );
+}
+
+#[test]
+fn a_silent_master_trips_the_watchdog() {
+    let (board, mut bus) = start();
+    bus.write_u16(100, board::WATCHDOG_TIMEOUT_MS, 50).unwrap();
+    bus.write_u8(100, board::SAFE_BEHAVIOUR, board::behaviour::LIMP)
+        .unwrap();
+    bus.write_u8(1, servo::TORQUE_ENABLE, 1).unwrap();
+    let tripped = board.wait_for(Duration::from_millis(500), |o| {
+        o.state == SafetyState::Fault
+    });
+    let tripped = tripped.expect("watchdog never tripped");
+    assert_eq!(tripped.faults, board::fault::WATCHDOG);
+    assert!(
+        tripped.pulses_us.iter().all(Option::is_none),
+        "limp: no pulses"
+    );
+    // Goals are refused until CLEAR.
+    assert!(bus.write_u32(1, servo::GOAL_POSITION, 2048).is_err());
+    assert_eq!(bus.read_u8(1, servo::BUS_WATCHDOG).unwrap().data, 0xFF);
+}
+
+proptest::proptest! {
+    /// Our CRC-16 agrees with dynamixel2's on arbitrary data.
+    #[test]
+    fn crc_matches_dynamixel2(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+        proptest::prop_assert_eq!(clawrl_protocol::crc::crc16(&data), dynamixel2::checksum::calculate_checksum(0, &data));
+    }
+}
