@@ -42,7 +42,6 @@ fn main() {
 
 fn fail(why: &str) -> ! {
     // One clear line, with the command that fixes it.
-    eprintln!("error: {why}; {FIX}");
     println!("cargo::error={why}; {FIX}");
     std::process::exit(1);
 }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs everything clawrl needs on a fresh machine, idempotently: the Rust components and
+# targets, and MuJoCo 3.17.0 (into third_party/, from PyPI). Called by scripts/run and
+# scripts/test, so nobody has to run it by hand.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "bootstrap: cargo not found; install Rust with rustup (https://rustup.rs) first" >&2
+    exit 1
+fi
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then
+    # MuJoCo's library comes from its PyPI wheel, fetched with pip.
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && apt-get install -y -qq python3 python3-pip binutils
+    else
+        echo "bootstrap: python3 with pip is needed to fetch MuJoCo; install it first" >&2
+        exit 1
+    fi
+fi
+
+if command -v rustup >/dev/null 2>&1; then
+    have=$(rustup component list --installed 2>/dev/null || true)
+    for c in rustfmt clippy; do
+        grep -q "^$c" <<<"$have" || rustup component add "$c"
+    done
+fi
+[ -x scripts/setup-targets.sh ] && scripts/setup-targets.sh
+scripts/setup-mujoco.sh
