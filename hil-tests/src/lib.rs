@@ -1,1 +1,36 @@
-//! clawrl hil-tests layer.
+//! Hardware-in-the-loop tests: the same runtime and firmware that run on the robot, with the
+//! MuJoCo model standing in for the body.
+//!
+//! The first thing such a loop needs is that the three layers describe one robot: the same
+//! servos in the same order, with the same limits. [`servo_map`] lines up the simulated joints
+//! with the firmware's servo table and its Dynamixel IDs; `tests/` checks them against each
+//! other. The lock-step bridge (MuJoCo sensors -> virtual board -> runtime -> goals -> MuJoCo)
+//! lands with the HIL issue.
+use clawrl_firmware::config::FirmwareConfig;
+use clawrl_protocol::units::ids;
+use clawrl_sim::quadruped::Robot;
+
+/// One servo as each layer sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServoMap {
+    pub name: String,
+    pub dynamixel_id: u8,
+    /// Joint limits in the MuJoCo model (rad).
+    pub sim_range: [f64; 2],
+    /// Joint limits the firmware enforces (rad).
+    pub firmware_range: [f32; 2],
+}
+
+/// The robot's servos in action order, with their ID and both layers' limits.
+pub fn servo_map(robot: &Robot, firmware: &FirmwareConfig) -> Vec<ServoMap> {
+    clawrl_sim::quadruped::servo_names()
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| ServoMap {
+            name,
+            dynamixel_id: ids::servo_id(i),
+            sim_range: robot.layout.servo_range[i],
+            firmware_range: [firmware.servos[i].min_rad, firmware.servos[i].max_rad],
+        })
+        .collect()
+}
