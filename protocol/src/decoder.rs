@@ -52,7 +52,18 @@ pub struct Decoder<const N: usize = 1024> {
     /// Size of the packet handed out last; dropped on the next call.
     handed_out: usize,
     stats: DecoderStats,
+    /// Stream position (bytes pushed since creation, wrapping) of `buf[start]`.
+    start_abs: u32,
+    /// Stream position up to which bytes were examined for nested headers.
+    examined_abs: u32,
+    /// Headers seen inside the packet being waited for: (stream position, total size).
+    candidates: [(u32, u16); MAX_CANDIDATES],
+    n_candidates: usize,
 }
+
+/// Nested headers tracked at once; more only happen in adversarial garbage, where the extra ones
+/// are found later by the one-byte rescans.
+const MAX_CANDIDATES: usize = 8;
 
 impl<const N: usize> Default for Decoder<N> {
     fn default() -> Self {
@@ -74,6 +85,10 @@ impl<const N: usize> Decoder<N> {
                 skipped: 0,
                 overflowed: 0,
             },
+            start_abs: 0,
+            examined_abs: 0,
+            candidates: [(0, 0); MAX_CANDIDATES],
+            n_candidates: 0,
         }
     }
 
@@ -88,9 +103,11 @@ impl<const N: usize> Decoder<N> {
 
     /// Forgets everything held, e.g. after the link was re-opened.
     pub fn clear(&mut self) {
+        self.start_abs = self.start_abs.wrapping_add((self.end - self.start) as u32);
         self.start = 0;
         self.end = 0;
         self.handed_out = 0;
+        self.n_candidates = 0;
     }
 
     /// Stores one received byte. When the buffer is full the oldest byte is dropped, which is
@@ -100,6 +117,7 @@ impl<const N: usize> Decoder<N> {
         if self.end == N {
             if self.start == 0 {
                 self.start = 1;
+                self.start_abs = self.start_abs.wrapping_add(1);
                 self.stats.overflowed += 1;
             }
             self.buf.copy_within(self.start..self.end, 0);
@@ -133,7 +151,7 @@ impl<const N: usize> Decoder<N> {
             if held.len() < PREFIX_LEN + length {
                 // A false header (garbage, or a packet cut short) may claim more bytes than
                 // will come; a complete valid packet behind it proves it false.
-                match self.nested_packet_offset() {
+                match self.nested_packet() {
                     Some(k) => {
                         self.skip(k);
                         self.stats.skipped += k as u32;
@@ -170,21 +188,70 @@ impl<const N: usize> Decoder<N> {
         })
     }
 
-    /// Offset of a complete packet with a valid CRC that starts after the held packet's start.
-    fn nested_packet_offset(&self) -> Option<usize> {
-        let held = &self.buf[self.start..self.end];
-        (1..held.len().saturating_sub(PREFIX_LEN + 2)).find(|&k| {
-            let rest = &held[k..];
-            if rest[..HEADER.len()] != HEADER {
-                return false;
+    /// Offset (from `start`) of a complete packet with a valid CRC that begins inside the
+    /// packet being waited for. Each byte is examined once: a header is noted when its length
+    /// bytes arrive, and its CRC checked when its last byte does.
+    fn nested_packet(&mut self) -> Option<usize> {
+        let end_abs = self.start_abs.wrapping_add((self.end - self.start) as u32);
+        let behind = self.examined_abs.wrapping_sub(self.start_abs);
+        let mut q = if behind as usize <= self.end - self.start {
+            self.examined_abs
+        } else {
+            self.start_abs
+        };
+        let (start_abs, held) = (self.start_abs, self.end - self.start);
+        self.n_candidates = retain(&mut self.candidates, self.n_candidates, |c| {
+            c.0.wrapping_sub(start_abs) as usize <= held
+        });
+        while q != end_abs {
+            let rel = q.wrapping_sub(self.start_abs) as usize;
+            q = q.wrapping_add(1);
+            self.note_header_ending_at(rel);
+            if let Some(k) = self.complete_candidate_ending_at(rel) {
+                self.examined_abs = q;
+                return Some(k);
             }
-            let length = u16::from_le_bytes([rest[5], rest[6]]) as usize;
-            let total = PREFIX_LEN + length;
-            length >= 3 && rest.len() >= total && {
-                let crc = u16::from_le_bytes([rest[total - 2], rest[total - 1]]);
-                crc::crc16(&rest[..total - 2]) == crc
+        }
+        self.examined_abs = end_abs;
+        None
+    }
+
+    /// Notes a nested header whose length field ends at `rel` (relative to `start`).
+    fn note_header_ending_at(&mut self, rel: usize) {
+        if rel < PREFIX_LEN || self.n_candidates == MAX_CANDIDATES {
+            return;
+        }
+        let at = self.start + rel + 1 - PREFIX_LEN;
+        let prefix = &self.buf[at..at + PREFIX_LEN];
+        let length = u16::from_le_bytes([prefix[5], prefix[6]]) as usize;
+        if prefix[..HEADER.len()] == HEADER && length >= 3 && PREFIX_LEN + length <= N {
+            let abs = self.start_abs.wrapping_add((rel + 1 - PREFIX_LEN) as u32);
+            self.candidates[self.n_candidates] = (abs, (PREFIX_LEN + length) as u16);
+            self.n_candidates += 1;
+        }
+    }
+
+    /// Checks the nested candidates whose last byte is at `rel`; returns the first valid one.
+    fn complete_candidate_ending_at(&mut self, rel: usize) -> Option<usize> {
+        let mut found = None;
+        let (start, start_abs) = (self.start, self.start_abs);
+        let buf = &self.buf;
+        self.n_candidates = retain(&mut self.candidates, self.n_candidates, |&(abs, total)| {
+            let k = abs.wrapping_sub(start_abs) as usize;
+            if k + total as usize != rel + 1 {
+                return true;
             }
-        })
+            let packet = &buf[start + k..start + k + total as usize];
+            let n = packet.len();
+            if found.is_none()
+                && crc::crc16(&packet[..n - 2])
+                    == u16::from_le_bytes([packet[n - 2], packet[n - 1]])
+            {
+                found = Some(k);
+            }
+            false
+        });
+        found
     }
 
     fn release_handed_out(&mut self) {
@@ -195,10 +262,28 @@ impl<const N: usize> Decoder<N> {
     }
 
     fn skip(&mut self, n: usize) {
+        self.start_abs = self.start_abs.wrapping_add(n as u32);
         self.start += n;
         if self.start >= self.end {
             self.start = 0;
             self.end = 0;
         }
     }
+}
+
+/// Keeps the first `n` candidates that `keep` accepts, in order; returns how many remain.
+fn retain(
+    candidates: &mut [(u32, u16)],
+    n: usize,
+    mut keep: impl FnMut(&(u32, u16)) -> bool,
+) -> usize {
+    let mut kept = 0;
+    for i in 0..n {
+        let c = candidates[i];
+        if keep(&c) {
+            candidates[kept] = c;
+            kept += 1;
+        }
+    }
+    kept
 }

@@ -228,3 +228,16 @@ fn bad_crc_is_reported_and_skipped() {
     assert_eq!(errors, vec![Err(DecodeError::BadCrc), Ok(1)]);
     assert_eq!(decoder.stats().bad_crc, 1);
 }
+
+#[test]
+fn a_false_header_cannot_swallow_the_packet_behind_it() {
+    // Garbage header claiming 900 bytes, then a real PING: the PING must come out as soon as
+    // its last byte arrives, not 900 bytes later.
+    let mut stream = vec![0xFF, 0xFF, 0xFD, 0x00, 0x01, 0x84, 0x03, 0x02];
+    let mut buf = [0u8; 16];
+    let n = Command::Ping.encode(7, &mut buf).unwrap();
+    stream.extend_from_slice(&buf[..n]);
+    let mut decoder: Decoder<1024> = Decoder::new();
+    let packets = decode_stream(&mut decoder, &stream);
+    assert_eq!(packets, vec![(7, 0x01, vec![])]);
+}
