@@ -15,7 +15,9 @@ const FIX: &str = "run ./scripts/setup-mujoco.sh from the repository root";
 fn main() {
     println!("cargo::rerun-if-env-changed=MUJOCO_DYNAMIC_LINK_DIR");
     let Ok(dir) = env::var("MUJOCO_DYNAMIC_LINK_DIR") else {
-        fail("MUJOCO_DYNAMIC_LINK_DIR is not set (it comes from .cargo/config.toml; build from inside the repository)");
+        fail(
+            "MUJOCO_DYNAMIC_LINK_DIR is not set (it comes from .cargo/config.toml; build from inside the repository)",
+        );
     };
     let dir = PathBuf::from(dir);
     let lib = dir.join(format!("libmujoco.so.{VERSION}"));
@@ -24,18 +26,28 @@ fn main() {
     println!("cargo::rerun-if-changed={}", header.display());
 
     if !lib.is_file() {
-        fail(&format!("MuJoCo {VERSION} is not installed: {} is missing", lib.display()));
+        fail(&format!(
+            "MuJoCo {VERSION} is not installed: {} is missing",
+            lib.display()
+        ));
     }
     match fs::read_to_string(&header) {
         Ok(text) if text.contains(HEADER_VERSION) => {}
-        Ok(_) => fail(&format!("{} is not MuJoCo {VERSION}'s header (wrong version)", header.display())),
+        Ok(_) => fail(&format!(
+            "{} is not MuJoCo {VERSION}'s header (wrong version)",
+            header.display()
+        )),
         Err(e) => fail(&format!("cannot read {}: {e}", header.display())),
     }
 
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let copy = out.join(lib.file_name().expect("file name"));
     if let Err(e) = fs::copy(&lib, &copy) {
-        fail(&format!("cannot copy {} into {}: {e}", lib.display(), out.display()));
+        fail(&format!(
+            "cannot copy {} into {}: {e}",
+            lib.display(),
+            out.display()
+        ));
     }
     println!("cargo::rustc-link-search=native={}", out.display());
 }

@@ -24,7 +24,13 @@ impl fmt::Display for ConfigError {
         if self.key.is_empty() {
             write!(f, "{}: {}", self.file.display(), self.reason)
         } else {
-            write!(f, "{}: key `{}`: {}", self.file.display(), self.key, self.reason)
+            write!(
+                f,
+                "{}: key `{}`: {}",
+                self.file.display(),
+                self.key,
+                self.reason
+            )
         }
     }
 }
@@ -38,7 +44,10 @@ pub struct KeyError {
 
 impl KeyError {
     pub fn new(key: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self { key: key.into(), reason: reason.into() }
+        Self {
+            key: key.into(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -48,11 +57,19 @@ pub trait Validate {
 }
 
 /// `lo <= value <= hi`, or an error naming the key.
-pub fn check_range<T: PartialOrd + fmt::Display + Copy>(key: &str, value: T, lo: T, hi: T) -> Result<(), KeyError> {
+pub fn check_range<T: PartialOrd + fmt::Display + Copy>(
+    key: &str,
+    value: T,
+    lo: T,
+    hi: T,
+) -> Result<(), KeyError> {
     if value >= lo && value <= hi {
         Ok(())
     } else {
-        Err(KeyError::new(key, format!("{value} is outside [{lo}, {hi}]")))
+        Err(KeyError::new(
+            key,
+            format!("{value} is outside [{lo}, {hi}]"),
+        ))
     }
 }
 
@@ -60,16 +77,25 @@ pub fn check_range<T: PartialOrd + fmt::Display + Copy>(key: &str, value: T, lo:
 pub fn check_interval(key: &str, pair: [f64; 2], min: f64, max: f64) -> Result<(), KeyError> {
     let [lo, hi] = pair;
     if !(lo.is_finite() && hi.is_finite()) || lo > hi {
-        return Err(KeyError::new(key, format!("[{lo}, {hi}] is not an interval (need lo <= hi)")));
+        return Err(KeyError::new(
+            key,
+            format!("[{lo}, {hi}] is not an interval (need lo <= hi)"),
+        ));
     }
     if lo < min || hi > max {
-        return Err(KeyError::new(key, format!("[{lo}, {hi}] is outside [{min}, {max}]")));
+        return Err(KeyError::new(
+            key,
+            format!("[{lo}, {hi}] is outside [{min}, {max}]"),
+        ));
     }
     Ok(())
 }
 
 /// Loads `path` into `T`, applies `overrides` (`"a.b=value"`, value in TOML syntax) and validates.
-pub fn load<T: DeserializeOwned + Validate>(path: impl AsRef<Path>, overrides: &[String]) -> Result<T, ConfigError> {
+pub fn load<T: DeserializeOwned + Validate>(
+    path: impl AsRef<Path>,
+    overrides: &[String],
+) -> Result<T, ConfigError> {
     let path = path.as_ref();
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
         file: path.to_path_buf(),
@@ -80,15 +106,26 @@ pub fn load<T: DeserializeOwned + Validate>(path: impl AsRef<Path>, overrides: &
 }
 
 /// As [`load`], for text already in memory; `file` is only used in error messages.
-pub fn from_str<T: DeserializeOwned + Validate>(text: &str, file: impl AsRef<Path>, overrides: &[String]) -> Result<T, ConfigError> {
+pub fn from_str<T: DeserializeOwned + Validate>(
+    text: &str,
+    file: impl AsRef<Path>,
+    overrides: &[String],
+) -> Result<T, ConfigError> {
     let file = file.as_ref();
-    let err = |key: String, reason: String| ConfigError { file: file.to_path_buf(), key, reason };
-    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| err(String::new(), e.to_string()))?;
+    let err = |key: String, reason: String| ConfigError {
+        file: file.to_path_buf(),
+        key,
+        reason,
+    };
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| err(String::new(), e.to_string()))?;
     for spec in overrides {
         let (key, value) = spec
             .split_once('=')
             .ok_or_else(|| err(spec.clone(), "an override must read KEY=VALUE".into()))?;
-        set_key(&mut table, key.trim(), value.trim()).map_err(|reason| err(key.trim().to_string(), reason))?;
+        set_key(&mut table, key.trim(), value.trim())
+            .map_err(|reason| err(key.trim().to_string(), reason))?;
     }
     let config: T = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let (key, reason) = split_serde_error(&e);
@@ -107,7 +144,11 @@ fn split_serde_error(e: &serde_path_to_error::Error<toml::de::Error>) -> (String
     let quoted = message.split('`').nth(1).map(str::to_string);
     let key = match quoted {
         Some(field) if message.starts_with("missing field") => {
-            if parent.is_empty() { field } else { format!("{parent}.{field}") }
+            if parent.is_empty() {
+                field
+            } else {
+                format!("{parent}.{field}")
+            }
         }
         _ => parent,
     };
@@ -126,10 +167,18 @@ pub fn set_key(table: &mut toml::Table, key: &str, value: &str) -> Result<(), St
             _ => return Err(format!("no table `{part}` to override")),
         };
     }
-    let old = cur.get(last).ok_or_else(|| "no such key to override".to_string())?;
+    let old = cur
+        .get(last)
+        .ok_or_else(|| "no such key to override".to_string())?;
     let parsed = parse_value(value);
-    if std::mem::discriminant(old) != std::mem::discriminant(&parsed) && !(old.is_float() && parsed.is_integer()) {
-        return Err(format!("`{value}` is a {}, the file has a {}", parsed.type_str(), old.type_str()));
+    if std::mem::discriminant(old) != std::mem::discriminant(&parsed)
+        && !(old.is_float() && parsed.is_integer())
+    {
+        return Err(format!(
+            "`{value}` is a {}, the file has a {}",
+            parsed.type_str(),
+            old.type_str()
+        ));
     }
     let parsed = match (old, parsed) {
         (toml::Value::Float(_), toml::Value::Integer(i)) => toml::Value::Float(i as f64),
@@ -142,7 +191,9 @@ pub fn set_key(table: &mut toml::Table, key: &str, value: &str) -> Result<(), St
 fn parse_value(text: &str) -> toml::Value {
     let doc = format!("v = {text}");
     match doc.parse::<toml::Table>() {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(text.to_string())),
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(text.to_string())),
         Err(_) => toml::Value::String(text.to_string()),
     }
 }
@@ -191,7 +242,11 @@ mod tests {
         let e = load_str("name = \"x\"\n[inner]\nrate = 0.5\n", &[]).unwrap_err();
         assert_eq!(e.key, "inner.steps");
         assert_eq!(e.file, PathBuf::from("configs/test.toml"));
-        assert!(e.to_string().contains("configs/test.toml: key `inner.steps`"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("configs/test.toml: key `inner.steps`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -217,19 +272,28 @@ mod tests {
     #[test]
     fn overrides_replace_single_keys() {
         let c = load_str(GOOD, &["inner.rate=0.25", "inner.steps = 9", "name=\"y\""]).unwrap();
-        assert_eq!((c.inner.rate, c.inner.steps, c.name.as_str()), (0.25, 9, "y"));
+        assert_eq!(
+            (c.inner.rate, c.inner.steps, c.name.as_str()),
+            (0.25, 9, "y")
+        );
         // An integer given for a float key is taken as a float.
         assert_eq!(load_str(GOOD, &["inner.rate=1"]).unwrap().inner.rate, 1.0);
     }
 
     #[test]
     fn override_of_unknown_or_mistyped_key_fails() {
-        assert_eq!(load_str(GOOD, &["inner.rat=0.1"]).unwrap_err().key, "inner.rat");
+        assert_eq!(
+            load_str(GOOD, &["inner.rat=0.1"]).unwrap_err().key,
+            "inner.rat"
+        );
         let e = load_str(GOOD, &["inner.steps=abc"]).unwrap_err();
         assert_eq!(e.key, "inner.steps");
         assert!(e.reason.contains("string"), "{}", e.reason);
         // Overrides are validated like the file.
-        assert_eq!(load_str(GOOD, &["inner.rate=7.0"]).unwrap_err().key, "inner.rate");
+        assert_eq!(
+            load_str(GOOD, &["inner.rate=7.0"]).unwrap_err().key,
+            "inner.rate"
+        );
     }
 
     #[test]

@@ -17,11 +17,23 @@ fn sim_and_firmware_agree_on_servos_ids_and_limits() {
         // model's joint range (equal today).
         let [lo, hi] = s.sim_range;
         let [flo, fhi] = s.firmware_range;
-        assert!(f64::from(flo) >= lo - 1e-6 && f64::from(fhi) <= hi + 1e-6, "{}: firmware [{flo}, {fhi}] vs model [{lo}, {hi}]", s.name);
-        assert!((f64::from(flo) - lo).abs() < 1e-6 && (f64::from(fhi) - hi).abs() < 1e-6, "{} limits differ", s.name);
+        assert!(
+            f64::from(flo) >= lo - 1e-6 && f64::from(fhi) <= hi + 1e-6,
+            "{}: firmware [{flo}, {fhi}] vs model [{lo}, {hi}]",
+            s.name
+        );
+        assert!(
+            (f64::from(flo) - lo).abs() < 1e-6 && (f64::from(fhi) - hi).abs() < 1e-6,
+            "{} limits differ",
+            s.name
+        );
     }
     // Claws are the last four servos and the IDs the protocol reserves for them.
-    assert!(map[12..].iter().all(|s| s.name.ends_with("_claw") && s.dynamixel_id >= ids::FIRST_CLAW));
+    assert!(
+        map[12..]
+            .iter()
+            .all(|s| s.name.ends_with("_claw") && s.dynamixel_id >= ids::FIRST_CLAW)
+    );
 }
 
 #[test]
@@ -30,6 +42,9 @@ fn the_default_pose_is_inside_every_firmware_limit() {
     let firmware = FirmwareConfig::claw_foot();
     for (i, q) in robot.default_pose.iter().enumerate() {
         let s = &firmware.servos[i];
-        assert!(*q as f32 >= s.min_rad && *q as f32 <= s.max_rad, "servo {i}: default {q} outside firmware limits");
+        assert!(
+            *q as f32 >= s.min_rad && *q as f32 <= s.max_rad,
+            "servo {i}: default {q} outside firmware limits"
+        );
     }
 }

@@ -25,7 +25,10 @@ pub struct Guarded {
 
 impl JointGuard {
     pub fn new(limits: Vec<[f32; 2]>) -> Self {
-        assert!(limits.iter().all(|[lo, hi]| lo <= hi), "every limit needs lo <= hi");
+        assert!(
+            limits.iter().all(|[lo, hi]| lo <= hi),
+            "every limit needs lo <= hi"
+        );
         Self { limits }
     }
 
@@ -33,10 +36,16 @@ impl JointGuard {
     /// clamps each entry to its limits.
     pub fn check(&self, target: &[f32]) -> Result<Guarded, GuardError> {
         if target.len() != self.limits.len() {
-            return Err(GuardError::Length { expected: self.limits.len(), got: target.len() });
+            return Err(GuardError::Length {
+                expected: self.limits.len(),
+                got: target.len(),
+            });
         }
         if let Some(index) = target.iter().position(|t| !t.is_finite()) {
-            return Err(GuardError::NonFinite { index, value: target[index] });
+            return Err(GuardError::NonFinite {
+                index,
+                value: target[index],
+            });
         }
         let mut clamped = 0;
         let target = target
@@ -62,7 +71,13 @@ mod tests {
 
     #[test]
     fn in_range_targets_pass_unchanged() {
-        assert_eq!(guard().check(&[0.1, -1.0]).unwrap(), Guarded { target: vec![0.1, -1.0], clamped: 0 });
+        assert_eq!(
+            guard().check(&[0.1, -1.0]).unwrap(),
+            Guarded {
+                target: vec![0.1, -1.0],
+                clamped: 0
+            }
+        );
     }
 
     #[test]
@@ -74,8 +89,20 @@ mod tests {
 
     #[test]
     fn non_finite_or_wrong_length_targets_are_refused() {
-        assert!(matches!(guard().check(&[f32::NAN, -1.0]), Err(GuardError::NonFinite { index: 0, .. })));
-        assert!(matches!(guard().check(&[0.0, f32::INFINITY]), Err(GuardError::NonFinite { index: 1, .. })));
-        assert_eq!(guard().check(&[0.0]), Err(GuardError::Length { expected: 2, got: 1 }));
+        assert!(matches!(
+            guard().check(&[f32::NAN, -1.0]),
+            Err(GuardError::NonFinite { index: 0, .. })
+        ));
+        assert!(matches!(
+            guard().check(&[0.0, f32::INFINITY]),
+            Err(GuardError::NonFinite { index: 1, .. })
+        ));
+        assert_eq!(
+            guard().check(&[0.0]),
+            Err(GuardError::Length {
+                expected: 2,
+                got: 1
+            })
+        );
     }
 }

@@ -28,7 +28,12 @@ impl FixedRate {
     pub fn new(hz: f64, spin: Duration) -> Self {
         assert!(hz > 0.0 && hz.is_finite(), "rate must be positive");
         let period = Duration::from_secs_f64(1.0 / hz);
-        Self { period, spin, next: Instant::now() + period, missed: 0 }
+        Self {
+            period,
+            spin,
+            next: Instant::now() + period,
+            missed: 0,
+        }
     }
 
     pub fn period(&self) -> Duration {
@@ -48,7 +53,10 @@ impl FixedRate {
             self.missed += 1;
             let behind = now.duration_since(deadline).as_nanos() / self.period.as_nanos();
             self.next = deadline + self.period * (behind as u32 + 1);
-            return Tick { lateness: now - deadline, missed: true };
+            return Tick {
+                lateness: now - deadline,
+                missed: true,
+            };
         }
         if let Some(sleep) = (deadline - now).checked_sub(self.spin) {
             std::thread::sleep(sleep);
@@ -57,7 +65,10 @@ impl FixedRate {
             std::hint::spin_loop();
         }
         self.next = deadline + self.period;
-        Tick { lateness: Instant::now() - deadline, missed: false }
+        Tick {
+            lateness: Instant::now() - deadline,
+            missed: false,
+        }
     }
 }
 

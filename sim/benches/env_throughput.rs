@@ -12,15 +12,19 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use clawrl_sim::quadruped::{NUM_SERVOS, QuadrupedEnv, Robot, TaskConfig};
 use clawrl_sim::VecEnv;
+use clawrl_sim::quadruped::{NUM_SERVOS, QuadrupedEnv, Robot, TaskConfig};
 use mujoco_rs::prelude::*;
 
 const REPEATS: usize = 5;
 
 fn arg(name: &str, default: f64) -> f64 {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -58,7 +62,11 @@ fn env(cfg: &TaskConfig, n: usize, threads: usize, control_steps: usize, amplitu
     let mut v = VecEnv::new(QuadrupedEnv::many(cfg, n).unwrap(), threads, 1);
     v.reset();
     let actions: Vec<Vec<f32>> = (0..16)
-        .map(|k| (0..n * NUM_SERVOS).map(|i| (((i * 31 + k * 17) % 97) as f32 / 97.0 - 0.5) * amplitude).collect())
+        .map(|k| {
+            (0..n * NUM_SERVOS)
+                .map(|i| (((i * 31 + k * 17) % 97) as f32 / 97.0 - 0.5) * amplitude)
+                .collect()
+        })
         .collect();
     let start = Instant::now();
     for t in 0..control_steps {
@@ -73,14 +81,28 @@ fn main() {
     let seconds = arg("--seconds", 1.0);
     // Pushes off: the raw baseline is not pushed either.
     let overrides = ["randomization.push_velocity=0.0".to_string()];
-    let cfg = TaskConfig::load(clawrl_sim::repo_root().join("configs/task/quadruped_flat.toml"), &overrides).unwrap();
+    let cfg = TaskConfig::load(
+        clawrl_sim::repo_root().join("configs/task/quadruped_flat.toml"),
+        &overrides,
+    )
+    .unwrap();
     let robot = Robot::load(&cfg).unwrap();
     let decimation = cfg.env.decimation;
     // Size each measurement to about `seconds` at ~20k physics steps/s per core.
-    let control_steps = |n: usize, threads: usize| ((seconds * 20_000.0 * threads as f64) / (n * decimation) as f64).ceil().max(5.0) as usize;
+    let control_steps = |n: usize, threads: usize| {
+        ((seconds * 20_000.0 * threads as f64) / (n * decimation) as f64)
+            .ceil()
+            .max(5.0) as usize
+    };
 
-    println!("quadruped model {}, {cores} cores, decimation {decimation}", robot.file.display());
-    println!("{:<28} {:>14} {:>14} {:>8} {:>18}", "case", "raw mj_step/s", "env physics/s", "env/raw", "env random acts/s");
+    println!(
+        "quadruped model {}, {cores} cores, decimation {decimation}",
+        robot.file.display()
+    );
+    println!(
+        "{:<28} {:>14} {:>14} {:>8} {:>18}",
+        "case", "raw mj_step/s", "env physics/s", "env/raw", "env random acts/s"
+    );
     let mut cases = vec![(1, 1), (2, 2)];
     if cores > 2 {
         cases.push((cores, cores));
@@ -93,12 +115,21 @@ fn main() {
         let mut random = Vec::new();
         for _ in 0..REPEATS {
             // Interleaved, so that all see the same machine load.
-            raws.push(raw(&robot.model, robot.layout.stand_key, n, threads, steps * decimation));
+            raws.push(raw(
+                &robot.model,
+                robot.layout.stand_key,
+                n,
+                threads,
+                steps * decimation,
+            ));
             envs.push(env(&cfg, n, threads, steps, 0.0));
             random.push(env(&cfg, n, threads, steps, 0.6));
         }
         let (r, e, a) = (median(raws), median(envs), median(random));
         let label = format!("{n} env(s), {threads} thread(s)");
-        println!("{label:<28} {r:>14.0} {e:>14.0} {:>7.1}% {a:>18.0}", 100.0 * e / r);
+        println!(
+            "{label:<28} {r:>14.0} {e:>14.0} {:>7.1}% {a:>18.0}",
+            100.0 * e / r
+        );
     }
 }

@@ -41,7 +41,13 @@ impl CartPole {
     }
 
     pub fn with_model(model: Arc<MjModel>) -> Self {
-        let names = ["cart_pos", "cos_angle", "sin_angle", "cart_vel", "angle_vel"];
+        let names = [
+            "cart_pos",
+            "cos_angle",
+            "sin_angle",
+            "cart_vel",
+            "angle_vel",
+        ];
         let spec = EnvSpec {
             name: "cartpole".into(),
             action_dim: 1,
@@ -52,7 +58,13 @@ impl CartPole {
             control_dt: model.opt().timestep * DECIMATION as f64,
             max_episode_steps: MAX_STEPS,
         };
-        Self { spec, data: MjData::new(model), steps: 0, episode_return: 0.0, started: false }
+        Self {
+            spec,
+            data: MjData::new(model),
+            steps: 0,
+            episode_return: 0.0,
+            started: false,
+        }
     }
 
     fn angle(&self) -> f64 {
@@ -106,6 +118,10 @@ impl Env for CartPole {
     }
 
     fn episode_log(&self) -> EpisodeLog {
-        EpisodeLog { steps: self.steps, total: self.episode_return, terms: vec![("alive", self.episode_return)] }
+        EpisodeLog {
+            steps: self.steps,
+            total: self.episode_return,
+            terms: vec![("alive", self.episode_return)],
+        }
     }
 }

@@ -77,7 +77,12 @@ pub trait Env: Send {
     /// wrong length or with a non-finite entry.
     fn step(&mut self, action: &[f32]) -> Result<Transition, SimError> {
         let (reward, terminated, truncated) = self.step_in_place(action)?;
-        Ok(Transition { observation: self.observation(), reward, terminated, truncated })
+        Ok(Transition {
+            observation: self.observation(),
+            reward,
+            terminated,
+            truncated,
+        })
     }
 
     /// Allocation-free reset used by [`crate::VecEnv`].
@@ -96,7 +101,10 @@ pub trait Env: Send {
         let mut privileged = vec![0.0; spec.privileged_dim];
         self.observe(ObsLayout::Onboard, &mut onboard);
         self.observe(ObsLayout::Privileged, &mut privileged);
-        Observation { onboard, privileged }
+        Observation {
+            onboard,
+            privileged,
+        }
     }
 
     /// Reward terms of the episode so far.
@@ -112,7 +120,9 @@ pub trait Env: Send {
     /// reset, for evaluation at chosen commands. Tasks without a command refuse.
     fn set_command(&mut self, command: &[f32]) -> Result<(), SimError> {
         let _ = command;
-        Err(SimError::NoCommand { task: self.spec().name.clone() })
+        Err(SimError::NoCommand {
+            task: self.spec().name.clone(),
+        })
     }
 }
 
@@ -165,10 +175,16 @@ impl<E: Env + ?Sized> Env for Box<E> {
 /// Checks an action's length and finiteness before it reaches the physics.
 pub fn check_action(action: &[f32], expected: usize) -> Result<(), SimError> {
     if action.len() != expected {
-        return Err(SimError::ActionLength { expected, got: action.len() });
+        return Err(SimError::ActionLength {
+            expected,
+            got: action.len(),
+        });
     }
     match action.iter().position(|a| !a.is_finite()) {
-        Some(index) => Err(SimError::NonFiniteAction { index, value: action[index] }),
+        Some(index) => Err(SimError::NonFiniteAction {
+            index,
+            value: action[index],
+        }),
         None => Ok(()),
     }
 }

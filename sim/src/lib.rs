@@ -23,7 +23,10 @@ pub use vec_env::{Batch, VecEnv};
 
 /// The repository root (the parent of this crate), against which config paths resolve.
 pub fn repo_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("sim/ has a parent").to_path_buf()
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("sim/ has a parent")
+        .to_path_buf()
 }
 
 /// Directory of the MJCF models shipped with the crate.

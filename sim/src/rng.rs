@@ -21,5 +21,9 @@ pub fn derive_seed(seed: u64, index: u64) -> u64 {
 /// Uniform draw in `[lo, hi]` (returns `lo` when the interval is empty).
 pub fn uniform(rng: &mut SimRng, [lo, hi]: [f64; 2]) -> f64 {
     use rand::RngExt;
-    if hi > lo { rng.random_range(lo..=hi) } else { lo }
+    if hi > lo {
+        rng.random_range(lo..=hi)
+    } else {
+        lo
+    }
 }

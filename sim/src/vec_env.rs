@@ -96,10 +96,19 @@ impl<E: Env> VecEnv<E> {
         let slots = envs
             .into_iter()
             .enumerate()
-            .map(|(i, env)| Slot { env, stream: derive_seed(seed, i as u64), episodes: 0 })
+            .map(|(i, env)| Slot {
+                env,
+                stream: derive_seed(seed, i as u64),
+                episodes: 0,
+            })
             .collect();
         let batch = Batch::new(n, &spec);
-        Self { slots, spec, threads: threads.clamp(1, n), batch }
+        Self {
+            slots,
+            spec,
+            threads: threads.clamp(1, n),
+            batch,
+        }
     }
 
     pub fn num_envs(&self) -> usize {
@@ -143,20 +152,25 @@ impl<E: Env> VecEnv<E> {
     pub fn step(&mut self, actions: &[f32]) -> Result<&Batch, SimError> {
         let dim = self.spec.action_dim;
         check_action(actions, dim * self.num_envs()).map_err(|e| match e {
-            SimError::ActionLength { got, .. } => SimError::ActionLength { expected: dim * self.num_envs(), got },
+            SimError::ActionLength { got, .. } => SimError::ActionLength {
+                expected: dim * self.num_envs(),
+                got,
+            },
             other => other,
         })?;
         self.for_each_row(|slot, i, row| {
             let action = &actions[i * dim..(i + 1) * dim];
             // Checked above: length and finiteness are the only step errors after a reset.
-            let (reward, terminated, truncated) = slot.env.step_in_place(action).expect("action was checked");
+            let (reward, terminated, truncated) =
+                slot.env.step_in_place(action).expect("action was checked");
             *row.reward = reward;
             *row.terminated = terminated;
             *row.truncated = truncated;
             *row.finished = None;
             if terminated || truncated {
                 slot.env.observe(ObsLayout::Onboard, row.final_onboard);
-                slot.env.observe(ObsLayout::Privileged, row.final_privileged);
+                slot.env
+                    .observe(ObsLayout::Privileged, row.final_privileged);
                 *row.finished = Some(slot.env.episode_log());
                 slot.reset();
             }
@@ -183,18 +197,34 @@ impl<E: Env> VecEnv<E> {
             .zip(b.terminated.iter_mut())
             .zip(b.truncated.iter_mut())
             .zip(b.finished.iter_mut())
-            .map(|(((((((onboard, privileged), final_onboard), final_privileged), reward), terminated), truncated), finished)| Row {
-                onboard,
-                privileged,
-                final_onboard,
-                final_privileged,
-                reward,
-                terminated,
-                truncated,
-                finished,
-            });
-        let mut work: Vec<(usize, &mut Slot<E>, Row<'_>)> =
-            self.slots.iter_mut().zip(rows).enumerate().map(|(i, (s, r))| (i, s, r)).collect();
+            .map(
+                |(
+                    (
+                        (
+                            ((((onboard, privileged), final_onboard), final_privileged), reward),
+                            terminated,
+                        ),
+                        truncated,
+                    ),
+                    finished,
+                )| Row {
+                    onboard,
+                    privileged,
+                    final_onboard,
+                    final_privileged,
+                    reward,
+                    terminated,
+                    truncated,
+                    finished,
+                },
+            );
+        let mut work: Vec<(usize, &mut Slot<E>, Row<'_>)> = self
+            .slots
+            .iter_mut()
+            .zip(rows)
+            .enumerate()
+            .map(|(i, (s, r))| (i, s, r))
+            .collect();
         if self.threads == 1 {
             for (i, slot, row) in work {
                 f(slot, i, row);

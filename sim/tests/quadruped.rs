@@ -5,7 +5,11 @@ use mujoco_rs::mujoco_c::_mjtObjBase::*;
 
 fn task(file: &str, overrides: &[&str]) -> TaskConfig {
     let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    TaskConfig::load(clawrl_sim::repo_root().join("configs/task").join(file), &overrides).unwrap()
+    TaskConfig::load(
+        clawrl_sim::repo_root().join("configs/task").join(file),
+        &overrides,
+    )
+    .unwrap()
 }
 
 /// Flat ground without pushes: nothing but the robot's own servos decides whether it stands.
@@ -34,21 +38,45 @@ fn model_has_the_expected_joints_actuators_and_sensors() {
     let env = QuadrupedEnv::new(&calm()).unwrap();
     let m = &*env.robot().model;
     let f = m.ffi();
-    assert_eq!((f.nq, f.nv, f.nu), (7 + 16, 6 + 16, 20), "free base + 16 servo joints; 16 servos + 4 grips");
+    assert_eq!(
+        (f.nq, f.nv, f.nu),
+        (7 + 16, 6 + 16, 20),
+        "free base + 16 servo joints; 16 servos + 4 grips"
+    );
     for name in servo_names() {
-        let j = m.name_to_id(mjOBJ_JOINT, &name).unwrap_or_else(|| panic!("joint {name}"));
+        let j = m
+            .name_to_id(mjOBJ_JOINT, &name)
+            .unwrap_or_else(|| panic!("joint {name}"));
         let [lo, hi] = m.jnt_range()[j];
         assert!(lo < hi, "{name} has limits");
-        assert!(m.name_to_id(mjOBJ_ACTUATOR, &name).is_some(), "servo {name}");
+        assert!(
+            m.name_to_id(mjOBJ_ACTUATOR, &name).is_some(),
+            "servo {name}"
+        );
         for s in ["pos", "vel"] {
-            assert!(m.name_to_id(mjOBJ_SENSOR, &format!("{name}_{s}")).is_some(), "{name}_{s}");
+            assert!(
+                m.name_to_id(mjOBJ_SENSOR, &format!("{name}_{s}")).is_some(),
+                "{name}_{s}"
+            );
         }
     }
     for leg in ["FL", "FR", "RL", "RR"] {
-        assert!(m.name_to_id(mjOBJ_ACTUATOR, &format!("{leg}_grip")).is_some());
-        assert!(m.name_to_id(mjOBJ_SENSOR, &format!("{leg}_contact")).is_some());
+        assert!(
+            m.name_to_id(mjOBJ_ACTUATOR, &format!("{leg}_grip"))
+                .is_some()
+        );
+        assert!(
+            m.name_to_id(mjOBJ_SENSOR, &format!("{leg}_contact"))
+                .is_some()
+        );
     }
-    for s in ["imu_quat", "imu_gyro", "imu_acc", "base_linvel", "torso_contact"] {
+    for s in [
+        "imu_quat",
+        "imu_gyro",
+        "imu_acc",
+        "base_linvel",
+        "torso_contact",
+    ] {
         assert!(m.name_to_id(mjOBJ_SENSOR, s).is_some(), "sensor {s}");
     }
     assert!(m.name_to_id(mjOBJ_KEY, "stand").is_some());
@@ -60,7 +88,10 @@ fn model_has_the_expected_joints_actuators_and_sensors() {
     assert_eq!(spec.action_dim, 16);
     assert_eq!(spec.obs_names.len(), spec.privileged_dim);
     assert!(spec.onboard_dim < spec.privileged_dim);
-    assert!((spec.control_dt - 0.02).abs() < 1e-12, "50 Hz control over 500 Hz physics");
+    assert!(
+        (spec.control_dt - 0.02).abs() < 1e-12,
+        "50 Hz control over 500 Hz physics"
+    );
 }
 
 #[test]
@@ -73,9 +104,20 @@ fn stands_on_its_servos_from_the_default_pose() {
         assert!(!t.terminated, "fell while standing");
     }
     let tel = env.telemetry();
-    assert!(tel.base_pos[2] > 0.16, "torso sagged to {:.3} m", tel.base_pos[2]);
-    assert!(tel.base_pos[0].hypot(tel.base_pos[1]) < 0.05, "drifted {:?}", tel.base_pos);
-    assert!(tel.foot_contact.iter().all(|c| *c), "all four feet on the ground");
+    assert!(
+        tel.base_pos[2] > 0.16,
+        "torso sagged to {:.3} m",
+        tel.base_pos[2]
+    );
+    assert!(
+        tel.base_pos[0].hypot(tel.base_pos[1]) < 0.05,
+        "drifted {:?}",
+        tel.base_pos
+    );
+    assert!(
+        tel.foot_contact.iter().all(|c| *c),
+        "all four feet on the ground"
+    );
 }
 
 #[test]
@@ -86,14 +128,21 @@ fn falls_and_terminates_with_servos_off() {
     let zero = [0.0f32; NUM_SERVOS];
     let fell_at = (0..250).find(|_| env.step(&zero).unwrap().terminated);
     assert!(fell_at.is_some(), "a limp robot must collapse within 5 s");
-    assert!(env.episode_log().terms.iter().any(|(n, v)| *n == "termination" && *v < 0.0));
+    assert!(
+        env.episode_log()
+            .terms
+            .iter()
+            .any(|(n, v)| *n == "termination" && *v < 0.0)
+    );
 }
 
 fn trace(cfg: &TaskConfig, seed: u64) -> Vec<f32> {
     let mut env = QuadrupedEnv::new(cfg).unwrap();
     let mut out = env.reset(seed).privileged;
     for t in 0..100 {
-        let a: Vec<f32> = (0..NUM_SERVOS).map(|i| ((t * 7 + i * 3) as f32 * 0.1).sin()).collect();
+        let a: Vec<f32> = (0..NUM_SERVOS)
+            .map(|i| ((t * 7 + i * 3) as f32 * 0.1).sin())
+            .collect();
         let step = env.step(&a).unwrap();
         out.extend(step.observation.privileged);
         out.push(step.reward);
@@ -116,7 +165,9 @@ fn vectorised_quadrupeds_match_across_thread_counts() {
         v.reset();
         let mut out = Vec::new();
         for t in 0..40 {
-            let a: Vec<f32> = (0..4 * NUM_SERVOS).map(|i| ((t + i) as f32 * 0.3).sin()).collect();
+            let a: Vec<f32> = (0..4 * NUM_SERVOS)
+                .map(|i| ((t + i) as f32 * 0.3).sin())
+                .collect();
             out.extend_from_slice(&v.step(&a).unwrap().privileged);
         }
         out
@@ -139,13 +190,24 @@ fn randomised_parameters_stay_inside_their_ranges() {
         assert!(within(p.link_mass_scale, d.link_mass_scale));
         assert!(within(p.torso_added_mass, d.torso_added_mass));
         assert!(within(p.servo_strength, d.servo_strength));
-        assert!(p.latency_substeps >= d.latency_substeps[0] && p.latency_substeps <= d.latency_substeps[1]);
+        assert!(
+            p.latency_substeps >= d.latency_substeps[0]
+                && p.latency_substeps <= d.latency_substeps[1]
+        );
         assert!(p.joint_offset.iter().all(|o| o.abs() <= d.joint_offset));
-        assert!(p.com_offset.iter().zip(d.com_offset).all(|(o, r)| o.abs() <= r));
+        assert!(
+            p.com_offset
+                .iter()
+                .zip(d.com_offset)
+                .all(|(o, r)| o.abs() <= r)
+        );
         if p.slope > 0.0 {
             sloped += 1;
             let deg = p.slope.to_degrees();
-            assert!(deg >= cfg.terrain.slope_degrees[0] - 1e-9 && deg <= cfg.terrain.slope_degrees[1] + 1e-9);
+            assert!(
+                deg >= cfg.terrain.slope_degrees[0] - 1e-9
+                    && deg <= cfg.terrain.slope_degrees[1] + 1e-9
+            );
         } else {
             flat += 1;
         }
@@ -153,7 +215,10 @@ fn randomised_parameters_stay_inside_their_ranges() {
         let m = env.data().model();
         let torso = env.robot().layout.torso_body;
         let base = &env.robot().model;
-        assert_eq!(m.geom_friction()[env.robot().layout.floor_geom][0], p.friction);
+        assert_eq!(
+            m.geom_friction()[env.robot().layout.floor_geom][0],
+            p.friction
+        );
         let expected = (base.body_mass()[torso] * p.link_mass_scale + p.torso_added_mass).max(0.1);
         assert!((m.body_mass()[torso] - expected).abs() < 1e-12);
         let a = env.robot().layout.servo_actuator[0];
@@ -166,16 +231,31 @@ fn randomised_parameters_stay_inside_their_ranges() {
 #[test]
 fn bad_actions_are_refused_and_never_reach_the_physics() {
     let mut env = QuadrupedEnv::new(&calm()).unwrap();
-    assert!(matches!(env.step(&[0.0; NUM_SERVOS]), Err(SimError::NotReset)));
+    assert!(matches!(
+        env.step(&[0.0; NUM_SERVOS]),
+        Err(SimError::NotReset)
+    ));
     env.reset(3);
     let time = env.data().time();
     let qpos = env.data().qpos().to_vec();
-    assert!(matches!(env.step(&[0.0; 15]), Err(SimError::ActionLength { expected: 16, got: 15 })));
+    assert!(matches!(
+        env.step(&[0.0; 15]),
+        Err(SimError::ActionLength {
+            expected: 16,
+            got: 15
+        })
+    ));
     let mut nan = [0.0f32; NUM_SERVOS];
     nan[4] = f32::NAN;
-    assert!(matches!(env.step(&nan), Err(SimError::NonFiniteAction { index: 4, .. })));
+    assert!(matches!(
+        env.step(&nan),
+        Err(SimError::NonFiniteAction { index: 4, .. })
+    ));
     nan[4] = f32::NEG_INFINITY;
-    assert!(matches!(env.step(&nan), Err(SimError::NonFiniteAction { index: 4, .. })));
+    assert!(matches!(
+        env.step(&nan),
+        Err(SimError::NonFiniteAction { index: 4, .. })
+    ));
     assert_eq!(env.data().time(), time);
     assert_eq!(env.data().qpos(), &qpos[..]);
 }
@@ -190,7 +270,11 @@ fn huge_actions_are_held_to_the_joint_limits() {
         let ctrl = env.data().ctrl();
         for (i, &a) in layout.servo_actuator.iter().enumerate() {
             let [lo, hi] = layout.servo_range[i];
-            assert!(ctrl[a] >= lo && ctrl[a] <= hi, "servo {i} target {} outside [{lo}, {hi}]", ctrl[a]);
+            assert!(
+                ctrl[a] >= lo && ctrl[a] <= hi,
+                "servo {i} target {} outside [{lo}, {hi}]",
+                ctrl[a]
+            );
         }
     }
 }
@@ -200,19 +284,37 @@ fn a_model_that_fails_to_load_names_the_file_and_the_reason() {
     let dir = std::env::temp_dir().join(format!("clawrl-bad-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("broken.xml");
-    std::fs::write(&bad, "<mujoco><worldbody><body><geom type=\"sphere\"/></body></worldbody>").unwrap();
-    let cfg = task("quadruped_flat.toml", &[&format!("env.model=\"{}\"", bad.display())]);
-    let err = QuadrupedEnv::new(&cfg).err().expect("a truncated file must not load");
+    std::fs::write(
+        &bad,
+        "<mujoco><worldbody><body><geom type=\"sphere\"/></body></worldbody>",
+    )
+    .unwrap();
+    let cfg = task(
+        "quadruped_flat.toml",
+        &[&format!("env.model=\"{}\"", bad.display())],
+    );
+    let err = QuadrupedEnv::new(&cfg)
+        .err()
+        .expect("a truncated file must not load");
     let msg = err.to_string();
     assert!(matches!(err, SimError::ModelLoad { .. }));
     assert!(msg.contains("broken.xml"), "{msg}");
-    assert!(msg.to_lowercase().contains("xml") || msg.contains("error"), "MuJoCo's reason: {msg}");
+    assert!(
+        msg.to_lowercase().contains("xml") || msg.contains("error"),
+        "MuJoCo's reason: {msg}"
+    );
 
     // A model that loads but is not the robot names what is missing.
     let other = clawrl_sim::models_dir().join("cartpole.xml");
-    let cfg = task("quadruped_flat.toml", &[&format!("env.model=\"{}\"", other.display())]);
+    let cfg = task(
+        "quadruped_flat.toml",
+        &[&format!("env.model=\"{}\"", other.display())],
+    );
     let msg = QuadrupedEnv::new(&cfg).err().unwrap().to_string();
-    assert!(msg.contains("cartpole.xml") && msg.contains("torso"), "{msg}");
+    assert!(
+        msg.contains("cartpole.xml") && msg.contains("torso"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -221,7 +323,8 @@ fn a_config_error_names_the_file_and_the_key() {
     let e = TaskConfig::load(&path, &["randomization.friction=[0.9, 0.4]".into()]).unwrap_err();
     assert_eq!(e.key, "randomization.friction");
     assert!(e.to_string().contains("quadruped_flat.toml"), "{e}");
-    let e = TaskConfig::load(&path, &["randomization.latency_substeps=[0, 50]".into()]).unwrap_err();
+    let e =
+        TaskConfig::load(&path, &["randomization.latency_substeps=[0, 50]".into()]).unwrap_err();
     assert_eq!(e.key, "randomization.latency_substeps");
 }
 
@@ -232,14 +335,26 @@ fn observation_layouts_are_consistent() {
     let spec = env.spec().clone();
     assert_eq!(obs.onboard.len(), spec.onboard_dim);
     assert_eq!(obs.privileged.len(), spec.privileged_dim);
-    assert_eq!(&obs.privileged[..spec.onboard_dim], &obs.onboard[..], "privileged starts with onboard");
+    assert_eq!(
+        &obs.privileged[..spec.onboard_dim],
+        &obs.onboard[..],
+        "privileged starts with onboard"
+    );
     // Standing level: gravity points down the body's z axis (within the noise).
-    let g = spec.obs_names.iter().position(|n| n == "gravity_z").unwrap();
+    let g = spec
+        .obs_names
+        .iter()
+        .position(|n| n == "gravity_z")
+        .unwrap();
     assert!(obs.onboard[g] < -0.9);
     env.set_command(&[0.3, 0.0, 0.1]).unwrap();
     let mut out = vec![0.0; spec.onboard_dim];
     env.observe(ObsLayout::Onboard, &mut out);
-    let c = spec.obs_names.iter().position(|n| n == "command_forward").unwrap();
+    let c = spec
+        .obs_names
+        .iter()
+        .position(|n| n == "command_forward")
+        .unwrap();
     assert_eq!(&out[c..c + 3], &[0.3, 0.0, 0.1]);
     assert!(env.set_command(&[0.3]).is_err());
 }
@@ -262,8 +377,13 @@ fn claws_hold_the_robot_on_a_steep_slope() {
         ((end[0] - start[0]).powi(2) + (end[1] - start[1]).powi(2)).sqrt()
     };
     let (open, closed) = (slide(0.0), slide(2.0));
-    println!("slide over 3 s on 25 deg, friction 0.4: claws open {open:.3} m, closed {closed:.3} m");
+    println!(
+        "slide over 3 s on 25 deg, friction 0.4: claws open {open:.3} m, closed {closed:.3} m"
+    );
     // Closed: a few centimetres of settling as the robot lands. Open: it slides away.
     assert!(closed < 0.15, "closed claws slid {closed:.3} m");
-    assert!(open > 1.0 && open > 10.0 * closed, "open {open:.3} m vs closed {closed:.3} m");
+    assert!(
+        open > 1.0 && open > 10.0 * closed,
+        "open {open:.3} m vs closed {closed:.3} m"
+    );
 }

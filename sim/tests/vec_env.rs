@@ -4,7 +4,13 @@ use clawrl_sim::{Env, SimError, VecEnv};
 
 fn vec_env(n: usize, threads: usize, seed: u64) -> VecEnv<CartPole> {
     let model = CartPole::load_model().unwrap();
-    VecEnv::new((0..n).map(|_| CartPole::with_model(model.clone())).collect(), threads, seed)
+    VecEnv::new(
+        (0..n)
+            .map(|_| CartPole::with_model(model.clone()))
+            .collect(),
+        threads,
+        seed,
+    )
 }
 
 /// A fixed, state-dependent policy so trajectories depend on the physics.
@@ -15,7 +21,9 @@ fn run(env: &mut VecEnv<CartPole>, steps: usize) -> (Vec<f32>, usize) {
     let mut episodes = 0;
     for t in 0..steps {
         let b = env.batch();
-        let actions: Vec<f32> = (0..n).map(|i| ((b.onboard[i * 5 + 2] * 7.0) + (t as f32 * 0.37).sin()).clamp(-1.0, 1.0)).collect();
+        let actions: Vec<f32> = (0..n)
+            .map(|i| ((b.onboard[i * 5 + 2] * 7.0) + (t as f32 * 0.37).sin()).clamp(-1.0, 1.0))
+            .collect();
         let b = env.step(&actions).unwrap();
         trace.extend_from_slice(&b.onboard);
         trace.extend_from_slice(&b.rewards);
@@ -29,7 +37,10 @@ fn same_seed_same_numbers_whatever_the_thread_count() {
     let (one, episodes) = run(&mut vec_env(6, 1, 42), 300);
     let (two, _) = run(&mut vec_env(6, 2, 42), 300);
     let (three, _) = run(&mut vec_env(6, 3, 42), 300);
-    assert!(episodes > 6, "episodes should end and auto-reset ({episodes})");
+    assert!(
+        episodes > 6,
+        "episodes should end and auto-reset ({episodes})"
+    );
     assert_eq!(one, two);
     assert_eq!(one, three);
     let (other_seed, _) = run(&mut vec_env(6, 2, 43), 300);
@@ -61,10 +72,26 @@ fn done_rows_carry_the_final_observation() {
 fn bad_actions_are_refused_before_any_env_moves() {
     let mut env = vec_env(2, 2, 0);
     let before = env.reset().onboard.clone();
-    assert!(matches!(env.step(&[0.0]), Err(SimError::ActionLength { expected: 2, got: 1 })));
-    assert!(matches!(env.step(&[0.0, f32::NAN]), Err(SimError::NonFiniteAction { index: 1, .. })));
-    assert!(matches!(env.step(&[f32::INFINITY, 0.0]), Err(SimError::NonFiniteAction { index: 0, .. })));
-    assert_eq!(env.batch().onboard, before, "a refused step must not move the physics");
+    assert!(matches!(
+        env.step(&[0.0]),
+        Err(SimError::ActionLength {
+            expected: 2,
+            got: 1
+        })
+    ));
+    assert!(matches!(
+        env.step(&[0.0, f32::NAN]),
+        Err(SimError::NonFiniteAction { index: 1, .. })
+    ));
+    assert!(matches!(
+        env.step(&[f32::INFINITY, 0.0]),
+        Err(SimError::NonFiniteAction { index: 0, .. })
+    ));
+    assert_eq!(
+        env.batch().onboard,
+        before,
+        "a refused step must not move the physics"
+    );
 
     let mut single = CartPole::new().unwrap();
     assert!(matches!(single.step(&[0.0]), Err(SimError::NotReset)));

@@ -112,17 +112,27 @@ impl TaskConfig {
 
     /// The shipped flat-ground task (`configs/task/quadruped_flat.toml`).
     pub fn flat() -> Result<Self, ConfigError> {
-        Self::load(crate::repo_root().join("configs/task/quadruped_flat.toml"), &[])
+        Self::load(
+            crate::repo_root().join("configs/task/quadruped_flat.toml"),
+            &[],
+        )
     }
 
     /// The shipped slope task (`configs/task/quadruped_slopes.toml`).
     pub fn slopes() -> Result<Self, ConfigError> {
-        Self::load(crate::repo_root().join("configs/task/quadruped_slopes.toml"), &[])
+        Self::load(
+            crate::repo_root().join("configs/task/quadruped_slopes.toml"),
+            &[],
+        )
     }
 
     /// The model path, resolved against the repository root when relative.
     pub fn model_path(&self) -> PathBuf {
-        if self.env.model.is_absolute() { self.env.model.clone() } else { crate::repo_root().join(&self.env.model) }
+        if self.env.model.is_absolute() {
+            self.env.model.clone()
+        } else {
+            crate::repo_root().join(&self.env.model)
+        }
     }
 
     pub fn max_episode_steps(&self, physics_dt: f64) -> usize {
@@ -146,26 +156,59 @@ impl Validate for TaskConfig {
         check_interval("command.resample_seconds", c.resample_seconds, 0.02, 3600.0)?;
         check_range("command.zero_probability", c.zero_probability, 0.0, 1.0)?;
 
-        check_range("terrain.slope_probability", self.terrain.slope_probability, 0.0, 1.0)?;
-        check_interval("terrain.slope_degrees", self.terrain.slope_degrees, 0.0, 45.0)?;
+        check_range(
+            "terrain.slope_probability",
+            self.terrain.slope_probability,
+            0.0,
+            1.0,
+        )?;
+        check_interval(
+            "terrain.slope_degrees",
+            self.terrain.slope_degrees,
+            0.0,
+            45.0,
+        )?;
 
-        check_range("termination.max_tilt", self.termination.max_tilt, 0.1, std::f64::consts::PI)?;
-        check_range("termination.min_height", self.termination.min_height, 0.0, 0.5)?;
+        check_range(
+            "termination.max_tilt",
+            self.termination.max_tilt,
+            0.1,
+            std::f64::consts::PI,
+        )?;
+        check_range(
+            "termination.min_height",
+            self.termination.min_height,
+            0.0,
+            0.5,
+        )?;
 
         let r = &self.rewards;
         check_range("rewards.tracking_sigma", r.tracking_sigma, 1e-3, 10.0)?;
-        check_range("rewards.base_height_target", r.base_height_target, 0.05, 0.5)?;
+        check_range(
+            "rewards.base_height_target",
+            r.base_height_target,
+            0.05,
+            0.5,
+        )?;
         check_range("rewards.air_time_target", r.air_time_target, 0.0, 2.0)?;
         for (name, w) in r.weights.named() {
             if !w.is_finite() {
-                return Err(KeyError::new(format!("rewards.weights.{name}"), "must be finite"));
+                return Err(KeyError::new(
+                    format!("rewards.weights.{name}"),
+                    "must be finite",
+                ));
             }
         }
 
         let d = &self.randomization;
         check_interval("randomization.friction", d.friction, 0.05, 3.0)?;
         check_interval("randomization.link_mass_scale", d.link_mass_scale, 0.1, 3.0)?;
-        check_interval("randomization.torso_added_mass", d.torso_added_mass, -1.5, 5.0)?;
+        check_interval(
+            "randomization.torso_added_mass",
+            d.torso_added_mass,
+            -1.5,
+            5.0,
+        )?;
         for (i, v) in d.com_offset.iter().enumerate() {
             check_range(&format!("randomization.com_offset[{i}]"), *v, 0.0, 0.1)?;
         }
@@ -174,12 +217,25 @@ impl Validate for TaskConfig {
         if lo > hi || hi > e.decimation {
             return Err(KeyError::new(
                 "randomization.latency_substeps",
-                format!("[{lo}, {hi}] must satisfy lo <= hi <= env.decimation ({})", e.decimation),
+                format!(
+                    "[{lo}, {hi}] must satisfy lo <= hi <= env.decimation ({})",
+                    e.decimation
+                ),
             ));
         }
         check_range("randomization.joint_offset", d.joint_offset, 0.0, 0.3)?;
-        check_range("randomization.init_joint_noise", d.init_joint_noise, 0.0, 0.5)?;
-        check_interval("randomization.push_interval_seconds", d.push_interval_seconds, 0.02, 3600.0)?;
+        check_range(
+            "randomization.init_joint_noise",
+            d.init_joint_noise,
+            0.0,
+            0.5,
+        )?;
+        check_interval(
+            "randomization.push_interval_seconds",
+            d.push_interval_seconds,
+            0.02,
+            3600.0,
+        )?;
         check_range("randomization.push_velocity", d.push_velocity, 0.0, 3.0)?;
 
         let n = &self.noise;

@@ -17,7 +17,9 @@ pub const NUM_FEET: usize = 4;
 
 /// Servo names in action order: `FL_hip_abd, FL_hip_pitch, FL_knee, FR_..., RR_knee, FL_claw, ...`.
 pub fn servo_names() -> Vec<String> {
-    let legs = LEGS.iter().flat_map(|l| LEG_JOINTS.iter().map(move |j| format!("{l}_{j}")));
+    let legs = LEGS
+        .iter()
+        .flat_map(|l| LEG_JOINTS.iter().map(move |j| format!("{l}_{j}")));
     let claws = LEGS.iter().map(|l| format!("{l}_claw"));
     legs.chain(claws).collect()
 }

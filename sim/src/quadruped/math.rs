@@ -12,7 +12,11 @@ pub fn rotate_inv(q: Quat, v: Vec3) -> Vec3 {
 pub fn rotate(q: Quat, v: Vec3) -> Vec3 {
     let [w, x, y, z] = q;
     // t = 2 q_vec x v; v' = v + w t + q_vec x t
-    let t = [2.0 * (y * v[2] - z * v[1]), 2.0 * (z * v[0] - x * v[2]), 2.0 * (x * v[1] - y * v[0])];
+    let t = [
+        2.0 * (y * v[2] - z * v[1]),
+        2.0 * (z * v[0] - x * v[2]),
+        2.0 * (x * v[1] - y * v[0]),
+    ];
     [
         v[0] + w * t[0] + (y * t[2] - z * t[1]),
         v[1] + w * t[1] + (z * t[0] - x * t[2]),

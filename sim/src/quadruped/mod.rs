@@ -52,7 +52,12 @@ impl Robot {
         let model = model::load(&file)?;
         let layout = Layout::new(&model, &file)?;
         let default_pose = layout.default_pose(&model);
-        Ok(Arc::new(Self { file, model: Arc::new(model), layout, default_pose }))
+        Ok(Arc::new(Self {
+            file,
+            model: Arc::new(model),
+            layout,
+            default_pose,
+        }))
     }
 }
 
@@ -89,7 +94,9 @@ impl QuadrupedEnv {
     /// `n` environments sharing one loaded model.
     pub fn many(cfg: &TaskConfig, n: usize) -> Result<Vec<Self>, SimError> {
         let (cfg, robot) = (Arc::new(cfg.clone()), Robot::load(cfg)?);
-        Ok((0..n).map(|_| Self::with_robot(cfg.clone(), robot.clone())).collect())
+        Ok((0..n)
+            .map(|_| Self::with_robot(cfg.clone(), robot.clone()))
+            .collect())
     }
 
     pub fn with_robot(cfg: Arc<TaskConfig>, robot: Arc<Robot>) -> Self {
@@ -172,7 +179,11 @@ impl QuadrupedEnv {
         let l = &self.robot.layout;
         std::array::from_fn(|i| {
             let a = f64::from(action[i]).clamp(-e.action_clip, e.action_clip);
-            let t = if i < NUM_LEG_SERVOS { self.robot.default_pose[i] + e.action_scale * a } else { e.claw_action_scale * a };
+            let t = if i < NUM_LEG_SERVOS {
+                self.robot.default_pose[i] + e.action_scale * a
+            } else {
+                e.claw_action_scale * a
+            };
             t.clamp(l.servo_range[i][0], l.servo_range[i][1])
         })
     }
@@ -197,7 +208,11 @@ impl QuadrupedEnv {
         use rand::RngExt;
         let c = &self.cfg.command;
         let zero = self.rng.random::<f64>() < c.zero_probability;
-        let draw = [uniform(&mut self.rng, c.forward), uniform(&mut self.rng, c.lateral), uniform(&mut self.rng, c.yaw_rate)];
+        let draw = [
+            uniform(&mut self.rng, c.forward),
+            uniform(&mut self.rng, c.lateral),
+            uniform(&mut self.rng, c.yaw_rate),
+        ];
         self.command = if zero { [0.0; 3] } else { draw };
         self.next_resample = self.data.time() + uniform(&mut self.rng, c.resample_seconds);
     }
@@ -236,17 +251,21 @@ impl QuadrupedEnv {
     fn fallen(&self) -> bool {
         let t = &self.cfg.termination;
         let up = rotate_inv(self.base_quat(), self.params.floor_normal);
-        let torso_hit = t.torso_contact && self.data.sensordata()[self.robot.layout.sensor_torso_contact] > 1.0;
+        let torso_hit =
+            t.torso_contact && self.data.sensordata()[self.robot.layout.sensor_torso_contact] > 1.0;
         torso_hit || up[2].clamp(-1.0, 1.0).acos() > t.max_tilt || self.height() < t.min_height
     }
 
     /// Places the robot in its default pose on the floor, with a random heading and joint noise.
     fn place_robot(&mut self) {
         let l = &self.robot.layout;
-        self.data.reset_keyframe(l.stand_key).expect("the stand keyframe exists");
+        self.data
+            .reset_keyframe(l.stand_key)
+            .expect("the stand keyframe exists");
         let yaw = uniform(&mut self.rng, [-std::f64::consts::PI, std::f64::consts::PI]);
         let noise = self.cfg.randomization.init_joint_noise;
-        let jitter: [f64; NUM_SERVOS] = std::array::from_fn(|_| uniform(&mut self.rng, [-noise, noise]));
+        let jitter: [f64; NUM_SERVOS] =
+            std::array::from_fn(|_| uniform(&mut self.rng, [-noise, noise]));
         let floor = self.params.floor_quat;
         let height = self.data.qpos()[2];
         let pos = rotate(floor, [0.0, 0.0, height]);
@@ -269,7 +288,10 @@ impl QuadrupedEnv {
             return;
         }
         let (v, interval) = (d.push_velocity, d.push_interval_seconds);
-        let kick = [uniform(&mut self.rng, [-v, v]), uniform(&mut self.rng, [-v, v])];
+        let kick = [
+            uniform(&mut self.rng, [-v, v]),
+            uniform(&mut self.rng, [-v, v]),
+        ];
         let qvel = self.data.qvel_mut();
         qvel[0] += kick[0];
         qvel[1] += kick[1];
@@ -302,7 +324,8 @@ impl Env for QuadrupedEnv {
         self.params = EpisodeParams::draw(&self.cfg, &mut self.rng);
         // SAFETY: `apply` changes parameter values only, never sizes or addresses.
         let model = unsafe { self.data.model_mut() };
-        self.params.apply(&self.robot.model, model, &self.robot.layout);
+        self.params
+            .apply(&self.robot.model, model, &self.robot.layout);
         self.place_robot();
         self.steps = 0;
         self.action = [0.0; NUM_SERVOS];
@@ -334,7 +357,11 @@ impl Env for QuadrupedEnv {
         let decimation = self.cfg.env.decimation;
         let mut power = 0.0;
         for k in 0..decimation {
-            self.apply_targets(if k < latency { &old_target } else { &new_target });
+            self.apply_targets(if k < latency {
+                &old_target
+            } else {
+                &new_target
+            });
             self.data.step();
             power += self.leg_power();
         }
@@ -407,7 +434,10 @@ impl Env for QuadrupedEnv {
 
     fn set_command(&mut self, command: &[f32]) -> Result<(), SimError> {
         if command.len() != 3 {
-            return Err(SimError::CommandLength { expected: 3, got: command.len() });
+            return Err(SimError::CommandLength {
+                expected: 3,
+                got: command.len(),
+            });
         }
         self.command = std::array::from_fn(|i| f64::from(command[i]));
         self.fixed_command = true;
@@ -421,6 +451,8 @@ impl QuadrupedEnv {
     fn leg_power(&self) -> f64 {
         let l = &self.robot.layout;
         let (force, qvel) = (self.data.actuator_force(), self.data.qvel());
-        (0..NUM_LEG_SERVOS).map(|i| (force[l.servo_actuator[i]] * qvel[l.servo_dof[i]]).abs()).sum()
+        (0..NUM_LEG_SERVOS)
+            .map(|i| (force[l.servo_actuator[i]] * qvel[l.servo_dof[i]]).abs())
+            .sum()
     }
 }

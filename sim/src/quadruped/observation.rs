@@ -8,9 +8,9 @@
 //!   base linear velocity in the body frame (3, m/s), torso height above the floor (1, m),
 //!   friction (1), torso payload (1, kg), servo strength (1), foot contact forces (4, N / 10),
 //!   floor height around each foot relative to the torso (4 feet x 3 points, m).
-use super::layout::{LEGS, NUM_FEET, NUM_SERVOS, servo_names};
-use super::math::{rotate_inv, Vec3};
 use super::QuadrupedEnv;
+use super::layout::{LEGS, NUM_FEET, NUM_SERVOS, servo_names};
+use super::math::{Vec3, rotate_inv};
 use crate::rng::uniform;
 
 pub const ONBOARD_DIM: usize = 3 + 3 + 3 + NUM_SERVOS * 3 + 3;
@@ -36,7 +36,11 @@ pub fn names() -> Vec<String> {
     n.extend(["base_height", "friction", "torso_payload", "servo_strength"].map(String::from));
     n.extend(LEGS.iter().map(|l| format!("{l}_contact_force")));
     for l in LEGS {
-        n.extend(HEIGHT_POINTS.iter().map(|dx| format!("{l}_floor_height_{dx:+.2}")));
+        n.extend(
+            HEIGHT_POINTS
+                .iter()
+                .map(|dx| format!("{l}_floor_height_{dx:+.2}")),
+        );
     }
     debug_assert_eq!(n.len(), PRIVILEGED_DIM);
     n
@@ -53,11 +57,15 @@ impl QuadrupedEnv {
         let gravity = rotate_inv(quat, [0.0, 0.0, -1.0]);
         let acc = self.sensor(l.sensor_acc).map(|a| a / G);
         let (qpos, qvel) = (self.data.qpos(), self.data.qvel());
-        let joint_pos: [f64; NUM_SERVOS] =
-            std::array::from_fn(|i| qpos[l.servo_qpos[i]] + self.params.joint_offset[i] - self.robot.default_pose[i]);
+        let joint_pos: [f64; NUM_SERVOS] = std::array::from_fn(|i| {
+            qpos[l.servo_qpos[i]] + self.params.joint_offset[i] - self.robot.default_pose[i]
+        });
         let joint_vel: [f64; NUM_SERVOS] = std::array::from_fn(|i| qvel[l.servo_dof[i]]);
 
-        let mut o = Writer { out: &mut self.onboard, at: 0 };
+        let mut o = Writer {
+            out: &mut self.onboard,
+            at: 0,
+        };
         let rng = &mut self.rng;
         let mut noisy = |x: f64, scale: f64| x + uniform(rng, [-scale, scale]);
         o.extend(gyro.map(|x| noisy(x, n.gyro)));
@@ -77,9 +85,17 @@ impl QuadrupedEnv {
     fn privileged_extra(&self) -> [f32; PRIVILEGED_EXTRA] {
         let l = &self.robot.layout;
         let mut extra = [0.0f32; PRIVILEGED_EXTRA];
-        let mut o = Writer { out: &mut extra, at: 0 };
+        let mut o = Writer {
+            out: &mut extra,
+            at: 0,
+        };
         o.extend(self.sensor(l.sensor_linvel));
-        o.extend([self.height(), self.params.friction, self.params.torso_added_mass, self.params.servo_strength]);
+        o.extend([
+            self.height(),
+            self.params.friction,
+            self.params.torso_added_mass,
+            self.params.servo_strength,
+        ]);
         o.extend(self.foot_forces().map(|f| f / 10.0));
         let base = self.base_pos();
         let heading = rotate_inv(self.base_quat(), [1.0, 0.0, 0.0]);

@@ -73,7 +73,8 @@ impl EpisodeParams {
             model.body_inertia_mut()[b] = base.body_inertia()[b].map(|i| i * ratio);
         }
         let ipos = base.body_ipos()[layout.torso_body];
-        model.body_ipos_mut()[layout.torso_body] = std::array::from_fn(|k| ipos[k] + self.com_offset[k]);
+        model.body_ipos_mut()[layout.torso_body] =
+            std::array::from_fn(|k| ipos[k] + self.com_offset[k]);
 
         // Friction of the floor and the feet (MuJoCo takes the larger of the two).
         for g in layout.foot_geom.iter().chain([&layout.floor_geom]) {
@@ -82,7 +83,11 @@ impl EpisodeParams {
 
         // Servo strength: position gain (and its bias twin) and torque limit.
         for &a in &layout.servo_actuator {
-            let (gain, bias, range) = (base.actuator_gainprm()[a], base.actuator_biasprm()[a], base.actuator_forcerange()[a]);
+            let (gain, bias, range) = (
+                base.actuator_gainprm()[a],
+                base.actuator_biasprm()[a],
+                base.actuator_forcerange()[a],
+            );
             // SAFETY: only parameter values change, never sizes or addresses.
             unsafe {
                 model.actuator_gainprm_mut()[a][0] = gain[0] * self.servo_strength;

@@ -33,17 +33,43 @@ pub fn simulate_report(cfg: &TaskConfig, seconds: f64, seed: u64) -> Result<Stri
     let end = env.telemetry();
     let done = ended.map_or(steps, |(t, _)| t);
     let physics_steps = done * cfg.env.decimation;
-    let drift = ((end.base_pos[0] - start.base_pos[0]).powi(2) + (end.base_pos[1] - start.base_pos[1]).powi(2)).sqrt();
+    let drift = ((end.base_pos[0] - start.base_pos[0]).powi(2)
+        + (end.base_pos[1] - start.base_pos[1]).powi(2))
+    .sqrt();
 
     let mut r = String::new();
     let p = env.params();
-    let _ = writeln!(r, "clawrl simulate: claw-foot quadruped, {}", env.robot().file.display());
-    let _ = writeln!(r, "  episode seed {seed}: friction {:.2}, payload {:+.2} kg, servo strength {:.2}, latency {} substeps, slope {:.1} deg",
-        p.friction, p.torso_added_mass, p.servo_strength, p.latency_substeps, p.slope.to_degrees());
-    let _ = writeln!(r, "  held the default pose for {:.2} s of {seconds:.2} s ({done} control steps, {physics_steps} physics steps)", done as f64 * env.spec().control_dt);
-    let _ = writeln!(r, "  torso height: start {:.3} m, end {:.3} m, lowest {:.3} m", start.base_pos[2], env.height(), min_height);
+    let _ = writeln!(
+        r,
+        "clawrl simulate: claw-foot quadruped, {}",
+        env.robot().file.display()
+    );
+    let _ = writeln!(
+        r,
+        "  episode seed {seed}: friction {:.2}, payload {:+.2} kg, servo strength {:.2}, latency {} substeps, slope {:.1} deg",
+        p.friction,
+        p.torso_added_mass,
+        p.servo_strength,
+        p.latency_substeps,
+        p.slope.to_degrees()
+    );
+    let _ = writeln!(
+        r,
+        "  held the default pose for {:.2} s of {seconds:.2} s ({done} control steps, {physics_steps} physics steps)",
+        done as f64 * env.spec().control_dt
+    );
+    let _ = writeln!(
+        r,
+        "  torso height: start {:.3} m, end {:.3} m, lowest {:.3} m",
+        start.base_pos[2],
+        env.height(),
+        min_height
+    );
     let _ = writeln!(r, "  horizontal drift {:.3} m", drift);
-    let share: Vec<String> = contact_steps.iter().map(|c| format!("{:.0}%", 100.0 * *c as f64 / done.max(1) as f64)).collect();
+    let share: Vec<String> = contact_steps
+        .iter()
+        .map(|c| format!("{:.0}%", 100.0 * *c as f64 / done.max(1) as f64))
+        .collect();
     let _ = writeln!(r, "  foot contact (FL FR RL RR): {}", share.join(" "));
     let verdict = match ended {
         Some((t, true)) => format!("FELL after {t} steps"),
@@ -51,8 +77,17 @@ pub fn simulate_report(cfg: &TaskConfig, seconds: f64, seed: u64) -> Result<Stri
     };
     let _ = writeln!(r, "  result: {verdict}");
     let log = env.episode_log();
-    let terms: Vec<String> = log.terms.iter().map(|(n, v)| format!("{n} {v:+.3}")).collect();
+    let terms: Vec<String> = log
+        .terms
+        .iter()
+        .map(|(n, v)| format!("{n} {v:+.3}"))
+        .collect();
     let _ = writeln!(r, "  reward {:+.3}: {}", log.total, terms.join(", "));
-    let _ = writeln!(r, "  speed: {:.0} physics steps/s ({:.0}x real time) on one thread", physics_steps as f64 / wall, done as f64 * env.spec().control_dt / wall);
+    let _ = writeln!(
+        r,
+        "  speed: {:.0} physics steps/s ({:.0}x real time) on one thread",
+        physics_steps as f64 / wall,
+        done as f64 * env.spec().control_dt / wall
+    );
     Ok(r)
 }

@@ -50,15 +50,29 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
     let sigma2 = cfg.tracking_sigma * cfg.tracking_sigma;
     let lin_err = (x.command[0] - x.lin_vel[0]).powi(2) + (x.command[1] - x.lin_vel[1]).powi(2);
     let ang_err = (x.command[2] - x.ang_vel[2]).powi(2);
-    let action_rate: f64 = x.action.iter().zip(x.prev_action).map(|(a, b)| f64::from(a - b).powi(2)).sum();
+    let action_rate: f64 = x
+        .action
+        .iter()
+        .zip(x.prev_action)
+        .map(|(a, b)| f64::from(a - b).powi(2))
+        .sum();
     let moving = x.command[0].hypot(x.command[1]) > 0.05 || x.command[2].abs() > 0.05;
     let air_time: f64 = if moving {
-        x.touchdown_air_time.iter().filter(|t| **t > 0.0).map(|t| t - cfg.air_time_target).sum()
+        x.touchdown_air_time
+            .iter()
+            .filter(|t| **t > 0.0)
+            .map(|t| t - cfg.air_time_target)
+            .sum()
     } else {
         0.0
     };
-    let claw: f64 =
-        x.grip.iter().zip(x.contact).map(|(g, c)| if c { *g } else { -*g }).sum::<f64>() / NUM_FEET as f64;
+    let claw: f64 = x
+        .grip
+        .iter()
+        .zip(x.contact)
+        .map(|(g, c)| if c { *g } else { -*g })
+        .sum::<f64>()
+        / NUM_FEET as f64;
     [
         (-lin_err / sigma2).exp(),
         (-ang_err / sigma2).exp(),
@@ -108,7 +122,9 @@ mod tests {
     }
 
     fn total(x: &RewardInputs, c: &TaskConfig) -> f64 {
-        weighted(&terms(x, &c.rewards), &c.rewards.weights, 0.02).iter().sum()
+        weighted(&terms(x, &c.rewards), &c.rewards.weights, 0.02)
+            .iter()
+            .sum()
     }
 
     fn term(x: &RewardInputs, c: &TaskConfig, name: &str) -> f64 {
@@ -134,27 +150,59 @@ mod tests {
         let base = total(&good, &c);
 
         // Every deviation from the perfect case lowers the reward.
-        let slow = RewardInputs { lin_vel: [0.0, 0.0, 0.0], ..good.clone() };
+        let slow = RewardInputs {
+            lin_vel: [0.0, 0.0, 0.0],
+            ..good.clone()
+        };
         assert!(total(&slow, &c) < base, "not moving when told to must cost");
-        let spin = RewardInputs { ang_vel: [0.0, 0.0, 0.7], ..good.clone() };
+        let spin = RewardInputs {
+            ang_vel: [0.0, 0.0, 0.7],
+            ..good.clone()
+        };
         assert!(total(&spin, &c) < base);
-        let bounce = RewardInputs { lin_vel: [0.3, 0.0, 0.4], ..good.clone() };
+        let bounce = RewardInputs {
+            lin_vel: [0.3, 0.0, 0.4],
+            ..good.clone()
+        };
         assert!(term(&bounce, &c, "lin_vel_z") < 0.0);
-        let wobble = RewardInputs { ang_vel: [1.0, 1.0, 0.0], ..good.clone() };
+        let wobble = RewardInputs {
+            ang_vel: [1.0, 1.0, 0.0],
+            ..good.clone()
+        };
         assert!(term(&wobble, &c, "ang_vel_xy") < 0.0);
-        let tilted = RewardInputs { floor_normal: [0.3, 0.0, 0.95], ..good.clone() };
+        let tilted = RewardInputs {
+            floor_normal: [0.3, 0.0, 0.95],
+            ..good.clone()
+        };
         assert!(term(&tilted, &c, "orientation") < 0.0);
-        let crouched = RewardInputs { height: 0.12, ..good.clone() };
+        let crouched = RewardInputs {
+            height: 0.12,
+            ..good.clone()
+        };
         assert!(term(&crouched, &c, "base_height") < 0.0);
         let prev = [0.5f32; 16];
-        let jerky = RewardInputs { prev_action: &prev, ..good.clone() };
+        let jerky = RewardInputs {
+            prev_action: &prev,
+            ..good.clone()
+        };
         assert!(term(&jerky, &c, "action_rate") < 0.0);
-        let working = RewardInputs { power: 10.0, ..good.clone() };
+        let working = RewardInputs {
+            power: 10.0,
+            ..good.clone()
+        };
         assert!(term(&working, &c, "energy") < 0.0);
-        let fell = RewardInputs { terminated: true, ..good.clone() };
+        let fell = RewardInputs {
+            terminated: true,
+            ..good.clone()
+        };
         assert!(term(&fell, &c, "termination") < 0.0);
-        assert!(term(&fell, &c, "termination") <= -1.0, "termination is a one-off, not scaled by dt");
-        for case in [&slow, &spin, &bounce, &wobble, &tilted, &crouched, &jerky, &working, &fell] {
+        assert!(
+            term(&fell, &c, "termination") <= -1.0,
+            "termination is a one-off, not scaled by dt"
+        );
+        for case in [
+            &slow, &spin, &bounce, &wobble, &tilted, &crouched, &jerky, &working, &fell,
+        ] {
             assert!(total(case, &c) < base);
         }
     }
@@ -163,11 +211,21 @@ mod tests {
     fn air_time_rewards_long_swings_only_when_moving() {
         let c = config();
         let a = [0.0f32; 16];
-        let long = RewardInputs { touchdown_air_time: [0.4, 0.0, 0.0, 0.0], ..perfect(&a) };
-        let short = RewardInputs { touchdown_air_time: [0.05, 0.0, 0.0, 0.0], ..perfect(&a) };
+        let long = RewardInputs {
+            touchdown_air_time: [0.4, 0.0, 0.0, 0.0],
+            ..perfect(&a)
+        };
+        let short = RewardInputs {
+            touchdown_air_time: [0.05, 0.0, 0.0, 0.0],
+            ..perfect(&a)
+        };
         assert!(term(&long, &c, "feet_air_time") > 0.0);
         assert!(term(&short, &c, "feet_air_time") < 0.0);
-        let standing = RewardInputs { command: [0.0; 3], lin_vel: [0.0; 3], ..long.clone() };
+        let standing = RewardInputs {
+            command: [0.0; 3],
+            lin_vel: [0.0; 3],
+            ..long.clone()
+        };
         assert_eq!(term(&standing, &c, "feet_air_time"), 0.0);
     }
 
@@ -175,9 +233,20 @@ mod tests {
     fn claw_use_rewards_grip_in_stance_and_punishes_it_in_swing() {
         let c = TaskConfig::slopes().unwrap();
         let a = [0.0f32; 16];
-        let stance = RewardInputs { grip: [1.0; 4], contact: [true; 4], ..perfect(&a) };
-        let swing = RewardInputs { grip: [1.0; 4], contact: [false; 4], ..perfect(&a) };
-        let open = RewardInputs { grip: [0.0; 4], ..perfect(&a) };
+        let stance = RewardInputs {
+            grip: [1.0; 4],
+            contact: [true; 4],
+            ..perfect(&a)
+        };
+        let swing = RewardInputs {
+            grip: [1.0; 4],
+            contact: [false; 4],
+            ..perfect(&a)
+        };
+        let open = RewardInputs {
+            grip: [0.0; 4],
+            ..perfect(&a)
+        };
         assert!(term(&stance, &c, "claw_use") > 0.0);
         assert!(term(&swing, &c, "claw_use") < 0.0);
         assert_eq!(term(&open, &c, "claw_use"), 0.0);
