@@ -1,0 +1,301 @@
+//! PPO as in rsl_rl: GAE, clipped surrogate, clipped value loss, entropy bonus, advantage
+//! normalisation, global grad-norm clipping, adaptive learning rate from the measured KL and
+//! bootstrapping on time-outs. The actor and the critic may read different observations
+//! (asymmetric actor-critic: both read `privileged` for the teacher).
+use std::collections::HashMap;
+
+use anyhow::Result;
+use candle_core::{Device, Tensor};
+use clawrl_policy::distribution::{self, log_prob_row};
+use clawrl_policy::{Mlp, Normalizer, ObsSource, Policy, Rng};
+use clawrl_sim::Batch;
+use rand::RngExt;
+
+use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, layout, normal_noise};
+use crate::config::{PolicySection, PpoConfig};
+use crate::optim::{Adam, clip_grad_norm, load_params, param_tensors};
+use crate::storage::{RolloutStorage, gather, rollout::normalize};
+
+/// The value network with its own observation normaliser.
+pub struct Critic {
+    pub net: Mlp,
+    pub normalizer: Normalizer,
+    pub source: ObsSource,
+}
+
+pub struct Ppo {
+    cfg: PpoConfig,
+    policy: Box<dyn Policy>,
+    critic: Critic,
+    storage: RolloutStorage,
+    opt: Adam,
+    num_envs: usize,
+    actions: Vec<f32>,
+    scratch_a: Vec<f32>,
+    scratch_c: Vec<f32>,
+}
+
+const DEV: Device = Device::Cpu;
+
+impl Ppo {
+    pub fn new(cfg: PpoConfig, policy: Box<dyn Policy>, pcfg: &PolicySection, critic_dim: usize, num_envs: usize, rng: &mut Rng) -> Result<Self> {
+        let mut dims = vec![critic_dim];
+        dims.extend(&pcfg.critic_hidden);
+        dims.push(1);
+        let critic = Critic {
+            net: Mlp::new("critic", &dims, pcfg.activation, 1.0, rng)?,
+            normalizer: Normalizer::new(critic_dim, pcfg.obs_clip),
+            source: pcfg.critic_obs,
+        };
+        let pc = policy.config().clone();
+        let storage = RolloutStorage::new(num_envs, cfg.num_steps_per_env, pc.obs_dim, critic_dim, pc.action_dim);
+        let mut params = policy.params();
+        params.extend(critic.net.params());
+        let opt = Adam::new(params, cfg.learning_rate);
+        Ok(Self {
+            cfg,
+            policy,
+            critic,
+            storage,
+            opt,
+            num_envs,
+            actions: vec![0.0; num_envs * pc.action_dim],
+            scratch_a: Vec::new(),
+            scratch_c: Vec::new(),
+        })
+    }
+
+    pub fn learning_rate(&self) -> f64 {
+        self.opt.lr
+    }
+
+    /// Critic values of raw observations (normalised here), detached.
+    fn values_of(&self, raw: &[f32], n: usize) -> Result<Vec<f32>> {
+        let d = self.critic.normalizer.dim();
+        let x = Tensor::from_vec(self.critic.normalizer.normalize(raw), (n, d), &DEV)?;
+        Ok(self.critic.net.forward_detached(&x)?.flatten_all()?.to_vec1()?)
+    }
+}
+
+impl Algorithm for Ppo {
+    fn name(&self) -> &'static str {
+        "ppo"
+    }
+
+    fn num_steps_per_env(&self) -> usize {
+        self.cfg.num_steps_per_env
+    }
+
+    fn policy(&self) -> &dyn Policy {
+        self.policy.as_ref()
+    }
+
+    fn act(&mut self, obs: &Batch, rng: &mut Rng) -> Result<&[f32]> {
+        let n = self.num_envs;
+        let (da, dc, na) = (self.storage.actor_dim, self.storage.critic_dim, self.storage.action_dim);
+        let raw_a = obs.obs(layout(self.policy.config().obs_source));
+        let raw_c = obs.obs(layout(self.critic.source));
+        self.policy.normalizer_mut().update(raw_a);
+        self.critic.normalizer.update(raw_c);
+        self.policy.normalizer().normalize_into(raw_a, &mut self.scratch_a);
+        self.critic.normalizer.normalize_into(raw_c, &mut self.scratch_c);
+        // One batched forward of each network for all environments.
+        let xa = Tensor::from_slice(&self.scratch_a, (n, da), &DEV)?;
+        let xc = Tensor::from_slice(&self.scratch_c, (n, dc), &DEV)?;
+        let dist = self.policy.distribution_detached(&xa)?;
+        let mean: Vec<f32> = dist.mean.flatten_all()?.to_vec1()?;
+        let log_std: Vec<f32> = dist.log_std.flatten_all()?.to_vec1()?;
+        let values: Vec<f32> = self.critic.net.forward_detached(&xc)?.flatten_all()?.to_vec1()?;
+        let noise = normal_noise(rng, n * na);
+        let s = &mut self.storage;
+        let t = s.step;
+        for e in 0..n {
+            let r = e * na..(e + 1) * na;
+            for j in r.clone() {
+                self.actions[j] = mean[j] + log_std[j].exp() * noise[j];
+            }
+            let row = t * n + e;
+            s.log_probs[row] = log_prob_row(&mean[r.clone()], &log_std[r.clone()], &self.actions[r.clone()]);
+            s.values[row] = values[e];
+        }
+        let (a0, a1) = (t * n * na, (t + 1) * n * na);
+        s.actions[a0..a1].copy_from_slice(&self.actions);
+        s.means[a0..a1].copy_from_slice(&mean);
+        s.log_stds[a0..a1].copy_from_slice(&log_std);
+        s.actor_obs[t * n * da..(t + 1) * n * da].copy_from_slice(&self.scratch_a);
+        s.critic_obs[t * n * dc..(t + 1) * n * dc].copy_from_slice(&self.scratch_c);
+        Ok(&self.actions)
+    }
+
+    fn process_env_step(&mut self, batch: &Batch) -> Result<()> {
+        let n = self.num_envs;
+        let t = self.storage.step;
+        let gamma = self.cfg.gamma as f32;
+        // Bootstrap on time-outs: r += γ V(final observation), one forward for all of them.
+        let timeouts: Vec<usize> = (0..n).filter(|&e| batch.truncated[e] && !batch.terminated[e]).collect();
+        let mut boot = vec![0.0f32; n];
+        if !timeouts.is_empty() {
+            let dc = self.storage.critic_dim;
+            let finals = match self.critic.source {
+                ObsSource::Onboard => &batch.final_onboard,
+                ObsSource::Privileged => &batch.final_privileged,
+            };
+            let mut rows = Vec::new();
+            gather(finals, dc, &timeouts, &mut rows);
+            let v = self.values_of(&rows, timeouts.len())?;
+            for (k, &e) in timeouts.iter().enumerate() {
+                boot[e] = gamma * v[k];
+            }
+        }
+        for e in 0..n {
+            self.storage.rewards[t * n + e] = batch.rewards[e] + boot[e];
+            self.storage.dones[t * n + e] = if batch.done(e) { 1.0 } else { 0.0 };
+        }
+        self.storage.step += 1;
+        Ok(())
+    }
+
+    fn compute_returns(&mut self, batch: &Batch) -> Result<()> {
+        let last = self.values_of(batch.obs(layout(self.critic.source)), self.num_envs)?;
+        self.storage.compute_returns(&last, self.cfg.gamma, self.cfg.lam);
+        if !self.cfg.normalize_advantage_per_mini_batch {
+            self.storage.normalize_advantages();
+        }
+        Ok(())
+    }
+
+    fn update(&mut self, rng: &mut Rng, hooks: &mut dyn TrainHooks, iteration: usize) -> Result<Stats> {
+        let c = self.cfg.clone();
+        let explained_variance = self.storage.explained_variance();
+        let s = &self.storage;
+        let total = s.len();
+        let mb = total / c.num_mini_batches;
+        let (da, dc, na) = (s.actor_dim, s.critic_dim, s.action_dim);
+        let params = self.opt.params().to_vec();
+        let (mut sum_pl, mut sum_vl, mut sum_ent, mut sum_kl, mut sum_clip, mut sum_gn) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        let mut count = 0usize;
+        let mut buf = vec![Vec::new(); 9];
+        for _epoch in 0..c.num_learning_epochs {
+            // Fisher-Yates permutation from the run's RNG.
+            let mut perm: Vec<usize> = (0..total).collect();
+            for i in (1..total).rev() {
+                perm.swap(i, rng.random_range(0..=i));
+            }
+            for k in 0..c.num_mini_batches {
+                let idx = &perm[k * mb..(k + 1) * mb];
+                let s = &self.storage;
+                gather(&s.actor_obs, da, idx, &mut buf[0]);
+                gather(&s.critic_obs, dc, idx, &mut buf[1]);
+                gather(&s.actions, na, idx, &mut buf[2]);
+                gather(&s.log_probs, 1, idx, &mut buf[3]);
+                gather(&s.advantages, 1, idx, &mut buf[4]);
+                gather(&s.returns, 1, idx, &mut buf[5]);
+                gather(&s.values, 1, idx, &mut buf[6]);
+                gather(&s.means, na, idx, &mut buf[7]);
+                gather(&s.log_stds, na, idx, &mut buf[8]);
+                if c.normalize_advantage_per_mini_batch {
+                    normalize(&mut buf[4]);
+                }
+                let obs_a = Tensor::from_slice(&buf[0], (mb, da), &DEV)?;
+                let obs_c = Tensor::from_slice(&buf[1], (mb, dc), &DEV)?;
+                let actions = Tensor::from_slice(&buf[2], (mb, na), &DEV)?;
+                let old_logp = Tensor::from_slice(&buf[3], mb, &DEV)?;
+                let adv = Tensor::from_slice(&buf[4], mb, &DEV)?;
+                let returns = Tensor::from_slice(&buf[5], mb, &DEV)?;
+                let old_values = Tensor::from_slice(&buf[6], mb, &DEV)?;
+
+                let dist = self.policy.distribution(&obs_a)?;
+                // Measured KL(old || new) on this minibatch; adapts the learning rate (rsl_rl).
+                let new_mean: Vec<f32> = dist.mean.flatten_all()?.to_vec1()?;
+                let new_ls: Vec<f32> = dist.log_std.flatten_all()?.to_vec1()?;
+                let mut kl = 0.0;
+                for r in 0..mb {
+                    let q = r * na..(r + 1) * na;
+                    kl += distribution::kl_row(&buf[7][q.clone()], &buf[8][q.clone()], &new_mean[q.clone()], &new_ls[q]);
+                }
+                kl /= mb as f64;
+                if c.schedule == "adaptive" && kl.is_finite() {
+                    if kl > 2.0 * c.desired_kl {
+                        self.opt.lr = (self.opt.lr / 1.5).max(c.min_learning_rate);
+                    } else if kl < c.desired_kl / 2.0 && kl > 0.0 {
+                        self.opt.lr = (self.opt.lr * 1.5).min(c.max_learning_rate);
+                    }
+                }
+
+                let logp = self.policy.log_prob(&dist, &actions)?;
+                let ratio = (logp - old_logp)?.exp()?;
+                let surrogate = (adv.neg()? * &ratio)?;
+                let clipped = (adv.neg()? * ratio.clamp(1.0 - c.clip_param, 1.0 + c.clip_param)?)?;
+                let policy_loss = surrogate.maximum(&clipped)?.mean_all()?;
+
+                let values = self.critic.net.forward(&obs_c)?.squeeze(1)?;
+                let value_loss = if c.use_clipped_value_loss {
+                    let v_clip = (&old_values + (&values - &old_values)?.clamp(-c.clip_param, c.clip_param)?)?;
+                    let l1 = (&values - &returns)?.sqr()?;
+                    let l2 = (v_clip - &returns)?.sqr()?;
+                    l1.maximum(&l2)?.mean_all()?
+                } else {
+                    (&values - &returns)?.sqr()?.mean_all()?
+                };
+                let entropy = self.policy.entropy(&dist)?.mean_all()?;
+                let mut loss = ((&policy_loss + (&value_loss * c.value_loss_coef)?)? - (&entropy * c.entropy_coef)?)?;
+                let ctx = LossContext { iteration, policy: self.policy.as_ref(), actor_obs: &obs_a, dist: &dist };
+                if let Some(extra) = hooks.extra_loss(&ctx)? {
+                    loss = (loss + extra)?;
+                }
+                let loss_value = f64::from(loss.to_scalar::<f32>()?);
+                check_finite("PPO loss", loss_value, iteration)?;
+                let mut grads = loss.backward()?;
+                let grad_norm = clip_grad_norm(&mut grads, &params, c.max_grad_norm)?;
+                check_finite("gradient norm", grad_norm, iteration)?;
+                self.opt.step(&grads)?;
+
+                let ratio_v: Vec<f32> = ratio.to_vec1()?;
+                let clip_frac = ratio_v.iter().filter(|r| (*r - 1.0).abs() as f64 > c.clip_param).count() as f64 / mb as f64;
+                sum_pl += f64::from(policy_loss.to_scalar::<f32>()?);
+                sum_vl += f64::from(value_loss.to_scalar::<f32>()?);
+                sum_ent += f64::from(entropy.to_scalar::<f32>()?);
+                sum_kl += kl;
+                sum_clip += clip_frac;
+                sum_gn += grad_norm;
+                count += 1;
+            }
+        }
+        self.storage.clear();
+        hooks.after_update(iteration, self.policy.as_ref())?;
+        let k = count.max(1) as f64;
+        let std = self.policy.params().iter().find(|(n, _)| n == "actor.log_std").map(|(_, v)| {
+            let ls: Vec<f32> = v.as_tensor().to_vec1().unwrap_or_default();
+            ls.iter().map(|x| f64::from(x.exp())).sum::<f64>() / ls.len().max(1) as f64
+        });
+        Ok(vec![
+            ("value_loss", sum_vl / k),
+            ("policy_loss", sum_pl / k),
+            ("entropy", sum_ent / k),
+            ("approx_kl", sum_kl / k),
+            ("clip_fraction", sum_clip / k),
+            ("grad_norm", sum_gn / k),
+            ("learning_rate", self.opt.lr),
+            ("explained_variance", explained_variance),
+            ("action_std", std.unwrap_or(f64::NAN)),
+        ])
+    }
+
+    fn save(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut t = param_tensors(&self.policy.params());
+        t.extend(self.policy.normalizer().to_tensors(clawrl_policy::registry::NORMALIZER)?);
+        t.extend(param_tensors(&self.critic.net.params()));
+        t.extend(self.critic.normalizer.to_tensors("critic_normalizer")?);
+        t.extend(self.opt.state_tensors("ppo.adam")?);
+        Ok(t)
+    }
+
+    fn load(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
+        load_params(&self.policy.params(), t)?;
+        self.policy.normalizer_mut().load_tensors(clawrl_policy::registry::NORMALIZER, &|k| t.get(k).cloned())?;
+        load_params(&self.critic.net.params(), t)?;
+        self.critic.normalizer.load_tensors("critic_normalizer", &|k| t.get(k).cloned())?;
+        self.opt.load_state("ppo.adam", t)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,290 @@
+//! Soft actor-critic: replay buffer, twin Q networks with Polyak-averaged targets, tanh-squashed
+//! Gaussian actor (state-dependent log-std) and automatic entropy tuning. Same trait as PPO.
+use std::collections::HashMap;
+
+use anyhow::Result;
+use candle_core::{D, Device, Tensor, Var};
+use clawrl_policy::distribution;
+use clawrl_policy::{Mlp, Normalizer, ObsSource, Policy, Rng};
+use clawrl_sim::Batch;
+use rand::RngExt;
+
+use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, layout, normal_noise};
+use crate::config::{PolicySection, SacConfig};
+use crate::optim::{Adam, clip_grad_norm, load_params, param_tensors};
+use crate::storage::replay::Transition;
+use crate::storage::{ReplayBuffer, gather};
+
+const DEV: Device = Device::Cpu;
+
+pub struct Sac {
+    cfg: SacConfig,
+    policy: Box<dyn Policy>,
+    q: [Mlp; 2],
+    q_target: [Mlp; 2],
+    critic_norm: Normalizer,
+    critic_source: ObsSource,
+    buffer: ReplayBuffer,
+    actor_opt: Adam,
+    critic_opt: Adam,
+    alpha_opt: Adam,
+    log_alpha: Var,
+    target_entropy: f64,
+    num_envs: usize,
+    actions: Vec<f32>,
+    prev_a: Vec<f32>,
+    prev_c: Vec<f32>,
+}
+
+impl Sac {
+    pub fn new(cfg: SacConfig, policy: Box<dyn Policy>, pcfg: &PolicySection, critic_dim: usize, num_envs: usize, rng: &mut Rng) -> Result<Self> {
+        anyhow::ensure!(policy.squashed(), "SAC needs a squashed policy kind (`squashed_gaussian_mlp`), got `{}`", policy.config().kind);
+        let pc = policy.config().clone();
+        let mut dims = vec![critic_dim + pc.action_dim];
+        dims.extend(&pcfg.critic_hidden);
+        dims.push(1);
+        let mk = |name: &str, rng: &mut Rng| Mlp::new(name, &dims, pcfg.activation, 1.0, rng);
+        let q = [mk("q1", rng)?, mk("q2", rng)?];
+        let q_target = [mk("q1_target", rng)?, mk("q2_target", rng)?];
+        for i in 0..2 {
+            clawrl_policy::mlp::copy_params(&q_target[i].params(), &q[i].params())?;
+        }
+        let mut critic_params = q[0].params();
+        critic_params.extend(q[1].params());
+        let log_alpha = Var::from_tensor(&Tensor::from_slice(&[cfg.init_alpha.ln() as f32], 1, &DEV)?)?;
+        Ok(Self {
+            buffer: ReplayBuffer::new(cfg.buffer_size, pc.obs_dim, critic_dim, pc.action_dim),
+            actor_opt: Adam::new(policy.params(), cfg.actor_learning_rate),
+            critic_opt: Adam::new(critic_params, cfg.critic_learning_rate),
+            alpha_opt: Adam::new(vec![("log_alpha".into(), log_alpha.clone())], cfg.alpha_learning_rate),
+            log_alpha,
+            target_entropy: -cfg.target_entropy_scale * pc.action_dim as f64,
+            critic_norm: Normalizer::new(critic_dim, pcfg.obs_clip),
+            critic_source: pcfg.critic_obs,
+            q,
+            q_target,
+            policy,
+            num_envs,
+            actions: vec![0.0; num_envs * pc.action_dim],
+            prev_a: Vec::new(),
+            prev_c: Vec::new(),
+            cfg,
+        })
+    }
+
+    fn alpha(&self) -> Result<f64> {
+        Ok(f64::from(self.log_alpha.as_tensor().to_vec1::<f32>()?[0]).exp())
+    }
+
+    /// Reparameterised squashed sample: (tanh(u), log π(tanh(u))) with the change-of-variables term.
+    fn squashed_sample(&self, dist: &clawrl_policy::GaussianOut, noise: Vec<f32>) -> Result<(Tensor, Tensor)> {
+        let eps = Tensor::from_vec(noise, dist.mean.shape(), &DEV)?;
+        let u = (&dist.mean + (dist.log_std.exp()? * eps)?)?;
+        let a = u.tanh()?;
+        let correction = ((a.sqr()?.neg()? + (1.0 + 1e-6))?.log()?).sum(D::Minus1)?;
+        let logp = (distribution::log_prob(&dist.mean, &dist.log_std, &u)? - correction)?;
+        Ok((a, logp))
+    }
+
+    fn q_min(&self, nets: &[Mlp; 2], obs_c: &Tensor, a: &Tensor, detached: bool) -> Result<Tensor> {
+        let x = Tensor::cat(&[obs_c, a], 1)?;
+        let (q1, q2) = if detached {
+            (nets[0].forward_detached(&x)?, nets[1].forward_detached(&x)?)
+        } else {
+            (nets[0].forward(&x)?, nets[1].forward(&x)?)
+        };
+        Ok(q1.minimum(&q2)?.squeeze(1)?)
+    }
+}
+
+impl Algorithm for Sac {
+    fn name(&self) -> &'static str {
+        "sac"
+    }
+
+    fn num_steps_per_env(&self) -> usize {
+        self.cfg.num_steps_per_env
+    }
+
+    fn policy(&self) -> &dyn Policy {
+        self.policy.as_ref()
+    }
+
+    fn act(&mut self, obs: &Batch, rng: &mut Rng) -> Result<&[f32]> {
+        let n = self.num_envs;
+        let raw_a = obs.obs(layout(self.policy.config().obs_source));
+        let raw_c = obs.obs(layout(self.critic_source));
+        self.policy.normalizer_mut().update(raw_a);
+        self.critic_norm.update(raw_c);
+        self.prev_a.clear();
+        self.prev_a.extend_from_slice(raw_a);
+        self.prev_c.clear();
+        self.prev_c.extend_from_slice(raw_c);
+        if self.buffer.len < self.cfg.learning_starts {
+            for a in &mut self.actions {
+                *a = rng.random_range(-1.0f32..=1.0);
+            }
+        } else {
+            let d = self.policy.config().obs_dim;
+            let x = Tensor::from_vec(self.policy.normalizer().normalize(raw_a), (n, d), &DEV)?;
+            let dist = self.policy.distribution_detached(&x)?;
+            let noise = normal_noise(rng, self.actions.len());
+            let (a, _) = self.squashed_sample(&dist, noise)?;
+            self.actions = a.flatten_all()?.to_vec1()?;
+        }
+        Ok(&self.actions)
+    }
+
+    fn process_env_step(&mut self, batch: &Batch) -> Result<()> {
+        let (da, dc, na) = (self.buffer.actor_dim, self.buffer.critic_dim, self.buffer.action_dim);
+        let la = layout(self.policy.config().obs_source);
+        let lc = layout(self.critic_source);
+        let final_of = |l| match l {
+            clawrl_sim::ObsLayout::Onboard => &batch.final_onboard,
+            clawrl_sim::ObsLayout::Privileged => &batch.final_privileged,
+        };
+        for e in 0..self.num_envs {
+            let (next_a, next_c) = if batch.done(e) {
+                (&final_of(la)[e * da..(e + 1) * da], &final_of(lc)[e * dc..(e + 1) * dc])
+            } else {
+                (&batch.obs(la)[e * da..(e + 1) * da], &batch.obs(lc)[e * dc..(e + 1) * dc])
+            };
+            self.buffer.push(Transition {
+                actor_obs: &self.prev_a[e * da..(e + 1) * da],
+                critic_obs: &self.prev_c[e * dc..(e + 1) * dc],
+                action: &self.actions[e * na..(e + 1) * na],
+                reward: batch.rewards[e],
+                next_actor_obs: next_a,
+                next_critic_obs: next_c,
+                // Time-outs keep bootstrapping; only real terminations stop it.
+                terminal: batch.terminated[e],
+            });
+        }
+        Ok(())
+    }
+
+    fn compute_returns(&mut self, _batch: &Batch) -> Result<()> {
+        Ok(())
+    }
+
+    fn update(&mut self, rng: &mut Rng, hooks: &mut dyn TrainHooks, iteration: usize) -> Result<Stats> {
+        let c = self.cfg.clone();
+        let b = c.batch_size;
+        let (da, dc, na) = (self.buffer.actor_dim, self.buffer.critic_dim, self.buffer.action_dim);
+        let (mut sq, mut sa, mut se, mut sqv, mut count) = (0.0, 0.0, 0.0, 0.0, 0usize);
+        if self.buffer.len >= c.learning_starts.max(b) {
+            let mut buf = vec![Vec::new(); 7];
+            let critic_params = self.critic_opt.params().to_vec();
+            let actor_params = self.actor_opt.params().to_vec();
+            for _ in 0..c.updates_per_iteration {
+                let idx = self.buffer.sample_indices(b, rng);
+                let rb = &self.buffer;
+                gather(&rb.actor_obs, da, &idx, &mut buf[0]);
+                gather(&rb.critic_obs, dc, &idx, &mut buf[1]);
+                gather(&rb.actions, na, &idx, &mut buf[2]);
+                gather(&rb.rewards, 1, &idx, &mut buf[3]);
+                gather(&rb.next_actor_obs, da, &idx, &mut buf[4]);
+                gather(&rb.next_critic_obs, dc, &idx, &mut buf[5]);
+                gather(&rb.terminals, 1, &idx, &mut buf[6]);
+                let pn = self.policy.normalizer();
+                let xa = Tensor::from_vec(pn.normalize(&buf[0]), (b, da), &DEV)?;
+                let xc = Tensor::from_vec(self.critic_norm.normalize(&buf[1]), (b, dc), &DEV)?;
+                let act = Tensor::from_slice(&buf[2], (b, na), &DEV)?;
+                let rew = Tensor::from_slice(&buf[3], b, &DEV)?;
+                let nxa = Tensor::from_vec(pn.normalize(&buf[4]), (b, da), &DEV)?;
+                let nxc = Tensor::from_vec(self.critic_norm.normalize(&buf[5]), (b, dc), &DEV)?;
+                let not_done = (Tensor::from_slice(&buf[6], b, &DEV)?.neg()? + 1.0)?;
+                let alpha = self.alpha()?;
+
+                // Critic: y = r + γ (1 − d) (min Q'(s', a') − α log π(a'|s')), a' ~ π(s').
+                let nd = self.policy.distribution_detached(&nxa)?;
+                let (na_t, nlogp) = self.squashed_sample(&nd, normal_noise(rng, b * na))?;
+                let q_next = (self.q_min(&self.q_target, &nxc, &na_t, true)? - (nlogp * alpha)?)?;
+                let y = (rew + ((not_done * q_next)? * c.gamma)?)?.detach();
+                let x = Tensor::cat(&[&xc, &act], 1)?;
+                let q1 = self.q[0].forward(&x)?.squeeze(1)?;
+                let q2 = self.q[1].forward(&x)?.squeeze(1)?;
+                let q_loss = ((&q1 - &y)?.sqr()?.mean_all()? + (&q2 - &y)?.sqr()?.mean_all()?)?;
+                let qv = f64::from(q_loss.to_scalar::<f32>()?);
+                check_finite("SAC critic loss", qv, iteration)?;
+                let mut grads = q_loss.backward()?;
+                clip_grad_norm(&mut grads, &critic_params, c.max_grad_norm)?;
+                self.critic_opt.step(&grads)?;
+
+                // Actor: minimise α log π(a|s) − min Q(s, a), a reparameterised.
+                let dist = self.policy.distribution(&xa)?;
+                let (a, logp) = self.squashed_sample(&dist, normal_noise(rng, b * na))?;
+                let q_pi = self.q_min(&self.q, &xc, &a, false)?;
+                let mut actor_loss = ((&logp * alpha)? - q_pi)?.mean_all()?;
+                let ctx = LossContext { iteration, policy: self.policy.as_ref(), actor_obs: &xa, dist: &dist };
+                if let Some(extra) = hooks.extra_loss(&ctx)? {
+                    actor_loss = (actor_loss + extra)?;
+                }
+                let av = f64::from(actor_loss.to_scalar::<f32>()?);
+                check_finite("SAC actor loss", av, iteration)?;
+                let mut grads = actor_loss.backward()?;
+                clip_grad_norm(&mut grads, &actor_params, c.max_grad_norm)?;
+                self.actor_opt.step(&grads)?;
+
+                // Temperature: d/d log α of −log α (log π + H̄) averaged = −(mean log π + H̄).
+                let mean_logp = f64::from(logp.mean_all()?.to_scalar::<f32>()?);
+                if c.alpha_learning_rate > 0.0 {
+                    self.alpha_opt.step_with(&[Some(vec![-(mean_logp + self.target_entropy) as f32])])?;
+                }
+                // Polyak averaging of the targets.
+                for i in 0..2 {
+                    for ((_, t), (_, s)) in self.q_target[i].params().iter().zip(self.q[i].params()) {
+                        let mixed = ((s.as_tensor() * c.tau)? + (t.as_tensor() * (1.0 - c.tau))?)?;
+                        t.set(&mixed)?;
+                    }
+                }
+                sq += qv;
+                sa += av;
+                se -= mean_logp;
+                sqv += f64::from(q1.mean_all()?.to_scalar::<f32>()?);
+                count += 1;
+            }
+            hooks.after_update(iteration, self.policy.as_ref())?;
+        }
+        let k = count as f64;
+        let avg = |s: f64| if count == 0 { f64::NAN } else { s / k };
+        Ok(vec![
+            ("q_loss", avg(sq)),
+            ("actor_loss", avg(sa)),
+            ("entropy", avg(se)),
+            ("alpha", self.alpha()?),
+            ("q_mean", avg(sqv)),
+            ("buffer_size", self.buffer.len as f64),
+        ])
+    }
+
+    fn save(&self) -> Result<Vec<(String, Tensor)>> {
+        let mut t = param_tensors(&self.policy.params());
+        t.extend(self.policy.normalizer().to_tensors(clawrl_policy::registry::NORMALIZER)?);
+        for net in self.q.iter().chain(&self.q_target) {
+            t.extend(param_tensors(&net.params()));
+        }
+        t.extend(self.critic_norm.to_tensors("critic_normalizer")?);
+        t.push(("log_alpha".into(), self.log_alpha.as_tensor().clone()));
+        t.extend(self.actor_opt.state_tensors("sac.actor_adam")?);
+        t.extend(self.critic_opt.state_tensors("sac.critic_adam")?);
+        t.extend(self.alpha_opt.state_tensors("sac.alpha_adam")?);
+        t.extend(self.buffer.to_tensors("replay")?);
+        Ok(t)
+    }
+
+    fn load(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
+        load_params(&self.policy.params(), t)?;
+        self.policy.normalizer_mut().load_tensors(clawrl_policy::registry::NORMALIZER, &|k| t.get(k).cloned())?;
+        for net in self.q.iter().chain(&self.q_target) {
+            load_params(&net.params(), t)?;
+        }
+        self.critic_norm.load_tensors("critic_normalizer", &|k| t.get(k).cloned())?;
+        load_params(&[("log_alpha".into(), self.log_alpha.clone())], t)?;
+        self.actor_opt.load_state("sac.actor_adam", t)?;
+        self.critic_opt.load_state("sac.critic_adam", t)?;
+        self.alpha_opt.load_state("sac.alpha_adam", t)?;
+        self.buffer.load_tensors("replay", t)?;
+        Ok(())
+    }
+}

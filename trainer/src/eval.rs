@@ -1,0 +1,221 @@
+//! Evaluation: runs a policy deterministically for N episodes and reports return, episode
+//! length, fall rate, velocity-tracking error and distance walked; optionally records one
+//! episode's joint angles and foot contacts for a gait diagram.
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clawrl_policy::Policy;
+use clawrl_sim::rng::derive_seed;
+use clawrl_sim::{Env, ObsLayout};
+
+use crate::algorithms::layout;
+use crate::config::TrainConfig;
+use crate::task::make_envs;
+
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    pub episodes: usize,
+    pub num_envs: usize,
+    pub threads: usize,
+    pub seed: u64,
+    /// Fixed command (forward, lateral, yaw rate) set after every reset; `None` keeps the task's.
+    pub command: Option<Vec<f32>>,
+    /// Seconds of the first episode of environment 0 to record for the gait diagram.
+    pub gait_seconds: f64,
+    pub gait_plot: Option<PathBuf>,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        Self { episodes: 100, num_envs: 16, threads: 2, seed: 12345, command: None, gait_seconds: 4.0, gait_plot: None }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct EpisodeResult {
+    pub ret: f64,
+    pub length: usize,
+    pub fell: bool,
+    /// Mean |v_xy − command_xy| over the episode (NaN for tasks without a command).
+    pub tracking_error: f64,
+    /// Mean forward speed, m/s.
+    pub forward_speed: f64,
+    /// Mean commanded forward speed, m/s.
+    pub command_speed: f64,
+    /// Horizontal distance from start to end, m.
+    pub distance: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct EvalReport {
+    pub episodes: Vec<EpisodeResult>,
+    pub gait: Option<Gait>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Gait {
+    pub time: Vec<f64>,
+    pub joints: Vec<Vec<f64>>,
+    pub contacts: Vec<Vec<bool>>,
+}
+
+fn avg(v: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 { f64::NAN } else { s / n as f64 }
+}
+
+impl EvalReport {
+    pub fn mean_return(&self) -> f64 {
+        avg(self.episodes.iter().map(|e| e.ret))
+    }
+    pub fn mean_length(&self) -> f64 {
+        avg(self.episodes.iter().map(|e| e.length as f64))
+    }
+    pub fn fall_rate(&self) -> f64 {
+        avg(self.episodes.iter().map(|e| if e.fell { 1.0 } else { 0.0 }))
+    }
+    pub fn tracking_error(&self) -> f64 {
+        avg(self.episodes.iter().map(|e| e.tracking_error))
+    }
+    pub fn forward_speed(&self) -> f64 {
+        avg(self.episodes.iter().map(|e| e.forward_speed))
+    }
+    pub fn command_speed(&self) -> f64 {
+        avg(self.episodes.iter().map(|e| e.command_speed))
+    }
+    pub fn distance(&self) -> f64 {
+        avg(self.episodes.iter().map(|e| e.distance))
+    }
+
+    pub fn text(&self) -> String {
+        let std = {
+            let m = self.mean_return();
+            avg(self.episodes.iter().map(|e| (e.ret - m).powi(2))).sqrt()
+        };
+        format!(
+            "episodes            {}\nmean return         {:.3} (std {:.3})\nmean episode length {:.1}\nfall rate           {:.1} %\nforward speed       {:.3} m/s (command {:.3} m/s)\ntracking error      {:.3} m/s\ndistance walked     {:.2} m",
+            self.episodes.len(),
+            self.mean_return(),
+            std,
+            self.mean_length(),
+            100.0 * self.fall_rate(),
+            self.forward_speed(),
+            self.command_speed(),
+            self.tracking_error(),
+            self.distance()
+        )
+    }
+}
+
+#[derive(Default, Clone)]
+struct Running {
+    ret: f64,
+    steps: usize,
+    err: f64,
+    speed: f64,
+    cmd: f64,
+    start: [f64; 2],
+    active: bool,
+}
+
+/// Runs `policy` (deterministic actions) on the run's task for `opts.episodes` episodes.
+pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> Result<EvalReport> {
+    let m = opts.num_envs.clamp(1, opts.episodes.max(1));
+    let mut envs = make_envs(cfg, m)?;
+    let obs_layout: ObsLayout = layout(policy.config().obs_source);
+    let d = envs[0].spec().obs_dim(obs_layout);
+    let na = envs[0].spec().action_dim;
+    let dt = envs[0].spec().control_dt;
+    let mut started = 0usize;
+    let mut state = vec![Running::default(); m];
+    let mut report = EvalReport::default();
+    let mut gait = Gait::default();
+    let mut recording = opts.gait_plot.is_some();
+    let start_episode = |env: &mut Box<dyn Env>, k: usize, st: &mut Running| -> Result<()> {
+        env.reset_in_place(derive_seed(opts.seed, k as u64));
+        if let Some(c) = &opts.command {
+            env.set_command(c)?;
+        }
+        let t = env.telemetry();
+        *st = Running { start: [t.base_pos[0], t.base_pos[1]], active: true, ..Default::default() };
+        Ok(())
+    };
+    for (i, env) in envs.iter_mut().enumerate() {
+        start_episode(env, i, &mut state[i])?;
+        started += 1;
+    }
+    let mut obs = vec![0.0f32; m * d];
+    let mut results: Vec<Option<(f32, bool, bool)>> = vec![None; m];
+    while state.iter().any(|s| s.active) {
+        for (i, env) in envs.iter().enumerate() {
+            env.observe(obs_layout, &mut obs[i * d..(i + 1) * d]);
+        }
+        let actions = policy.deterministic(&obs)?;
+        let chunk = m.div_ceil(opts.threads.max(1));
+        std::thread::scope(|s| {
+            for ((envs, res), (acts, st)) in
+                envs.chunks_mut(chunk).zip(results.chunks_mut(chunk)).zip(actions.chunks(chunk * na).zip(state.chunks(chunk)))
+            {
+                s.spawn(move || {
+                    for (k, env) in envs.iter_mut().enumerate() {
+                        res[k] = if st[k].active { env.step_in_place(&acts[k * na..(k + 1) * na]).ok() } else { None };
+                    }
+                });
+            }
+        });
+        for i in 0..m {
+            if !state[i].active {
+                continue;
+            }
+            let (reward, terminated, truncated) = results[i].ok_or_else(|| anyhow::anyhow!("environment {i} refused the policy's action"))?;
+            let t = envs[i].telemetry();
+            let st = &mut state[i];
+            st.ret += f64::from(reward);
+            st.steps += 1;
+            st.speed += t.base_lin_vel[0];
+            if t.command.len() >= 2 {
+                let (cx, cy) = (f64::from(t.command[0]), f64::from(t.command[1]));
+                st.err += ((t.base_lin_vel[0] - cx).powi(2) + (t.base_lin_vel[1] - cy).powi(2)).sqrt();
+                st.cmd += cx;
+            } else {
+                st.err = f64::NAN;
+                st.cmd = f64::NAN;
+            }
+            if i == 0 && recording {
+                gait.time.push(st.steps as f64 * dt);
+                gait.joints.push(t.joint_pos.clone());
+                gait.contacts.push(t.foot_contact.clone());
+                if st.steps as f64 * dt >= opts.gait_seconds {
+                    recording = false;
+                }
+            }
+            if terminated || truncated {
+                if i == 0 {
+                    recording = false;
+                }
+                let n = st.steps as f64;
+                report.episodes.push(EpisodeResult {
+                    ret: st.ret,
+                    length: st.steps,
+                    fell: terminated,
+                    tracking_error: st.err / n,
+                    forward_speed: st.speed / n,
+                    command_speed: st.cmd / n,
+                    distance: ((t.base_pos[0] - st.start[0]).powi(2) + (t.base_pos[1] - st.start[1]).powi(2)).sqrt(),
+                });
+                if started < opts.episodes {
+                    start_episode(&mut envs[i], started, &mut state[i])?;
+                    started += 1;
+                } else {
+                    state[i].active = false;
+                }
+            }
+        }
+    }
+    if let Some(path) = &opts.gait_plot {
+        let names = envs[0].spec().action_names.clone();
+        crate::metrics::plot_gait(&gait.time, &gait.joints, &gait.contacts, &names, path, &format!("gait: {}", cfg.run.run.task))?;
+    }
+    report.gait = Some(gait);
+    Ok(report)
+}

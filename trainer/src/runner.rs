@@ -1,0 +1,303 @@
+//! The training loop only: collect experience -> compute returns (GAE) -> update (loss with the
+//! hook's extra term, clipped optimiser step) -> teacher-update hook; then metrics, progress,
+//! checkpoints.
+//!
+//! Environments are restarted (from seeds derived from the run seed and the iteration) at the
+//! start of the run and after every checkpoint. The physics state is not part of a checkpoint,
+//! so this is what makes `--resume` continue exactly as an uninterrupted run would. It only cuts
+//! episodes at checkpoint boundaries, which the value bootstrap at the end of each rollout
+//! already treats like a time-out.
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clawrl_policy::io::Metadata;
+use clawrl_policy::{Policy, PolicyConfig, Registry, Rng};
+use clawrl_sim::{Env, VecEnv};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::SeedableRng;
+
+use crate::algorithms::{Algorithm, Ppo, Sac, TrainHooks, layout};
+use crate::checkpoint;
+use crate::config::TrainConfig;
+use crate::metrics::{Metrics, plot_curves};
+use crate::task::make_envs;
+
+pub const META_TRAIN_CONFIG: &str = "clawrl.train_config";
+const WINDOW: usize = 100;
+
+pub struct Runner {
+    pub cfg: TrainConfig,
+    pub out_dir: PathBuf,
+    venv: VecEnv<Box<dyn Env>>,
+    alg: Box<dyn Algorithm>,
+    rng: Rng,
+    pub iteration: usize,
+    pub env_steps: u64,
+    wall_s: f64,
+    pub metrics: Metrics,
+    returns: VecDeque<f64>,
+    lengths: VecDeque<f64>,
+    /// Show an indicatif progress bar (otherwise log a line every 10 iterations).
+    pub progress: bool,
+}
+
+/// What a finished `train` call reports.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub iterations: usize,
+    pub env_steps: u64,
+    pub wall_s: f64,
+    pub mean_return: f64,
+    pub mean_episode_length: f64,
+    pub steps_per_s: f64,
+}
+
+/// The policy config of a run, from its `[policy]` section and the task's shapes.
+pub fn policy_config(cfg: &TrainConfig, spec: &clawrl_sim::EnvSpec) -> PolicyConfig {
+    let p = &cfg.run.policy;
+    PolicyConfig {
+        kind: p.kind.clone(),
+        obs_dim: spec.obs_dim(layout(p.actor_obs)),
+        action_dim: spec.action_dim,
+        obs_source: p.actor_obs,
+        hidden: p.actor_hidden.clone(),
+        activation: p.activation,
+        init_std: p.init_std,
+        obs_clip: p.obs_clip,
+    }
+}
+
+impl Runner {
+    /// A fresh run writing to `out_dir`.
+    pub fn new(cfg: TrainConfig, out_dir: &Path) -> Result<Self> {
+        clawrl_policy::init_candle_threads(cfg.run.run.candle_threads);
+        let r = &cfg.run.run;
+        let mut rng = Rng::seed_from_u64(r.seed);
+        let envs = make_envs(&cfg, r.num_envs)?;
+        let spec = envs[0].spec().clone();
+        let pcfg = policy_config(&cfg, &spec);
+        let policy = Registry::default().build(&pcfg, &mut rng)?;
+        let critic_dim = spec.obs_dim(layout(cfg.run.policy.critic_obs));
+        let alg: Box<dyn Algorithm> = match (&cfg.ppo, &cfg.sac) {
+            (Some(p), _) => Box::new(Ppo::new(p.clone(), policy, &cfg.run.policy, critic_dim, r.num_envs, &mut rng)?),
+            (None, Some(s)) => Box::new(Sac::new(s.clone(), policy, &cfg.run.policy, critic_dim, r.num_envs, &mut rng)?),
+            (None, None) => anyhow::bail!("the config names no algorithm section"),
+        };
+        let venv = Self::make_venv(&cfg, envs, 0);
+        std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+        std::fs::write(out_dir.join("config.toml"), toml::to_string(&cfg)?)?;
+        let _ = std::fs::remove_file(out_dir.join("metrics.csv"));
+        Ok(Self {
+            cfg,
+            out_dir: out_dir.to_path_buf(),
+            venv,
+            alg,
+            rng,
+            iteration: 0,
+            env_steps: 0,
+            wall_s: 0.0,
+            metrics: Metrics::default(),
+            returns: VecDeque::new(),
+            lengths: VecDeque::new(),
+            progress: false,
+        })
+    }
+
+    /// Continues the run in `dir` (or from one checkpoint file) from its latest checkpoint.
+    /// `overrides` may change `run.*` keys such as `run.max_iterations`.
+    pub fn resume(dir: &Path, overrides: &[String]) -> Result<Self> {
+        let path = checkpoint::find(dir)?;
+        let (tensors, meta) = checkpoint::load(&path)?;
+        let get = |k: &str| meta.get(k).with_context(|| format!("checkpoint {} lacks `{k}`", path.display()));
+        let mut cfg: TrainConfig = toml::from_str(get(META_TRAIN_CONFIG)?)?;
+        for o in overrides {
+            let (k, v) = o.split_once('=').with_context(|| format!("override `{o}` must read KEY=VALUE"))?;
+            let mut table: toml::Table = toml::from_str(&toml::to_string(&cfg.run)?)?;
+            clawrl_config::set_key(&mut table, k.trim(), v.trim()).map_err(|e| anyhow::anyhow!("override `{o}`: {e}"))?;
+            cfg.run = toml::Value::Table(table).try_into()?;
+        }
+        let out_dir = if path.parent().and_then(Path::file_name) == Some(checkpoint::DIR.as_ref()) {
+            path.parent().and_then(Path::parent).unwrap_or(Path::new(".")).to_path_buf()
+        } else {
+            dir.to_path_buf()
+        };
+        let mut runner = Self::new(cfg, &out_dir)?;
+        runner.alg.load(&tensors).with_context(|| format!("loading {}", path.display()))?;
+        runner.rng = checkpoint::rng_from_string(get("rng")?)?;
+        runner.iteration = get("iteration")?.parse()?;
+        runner.env_steps = get("env_steps")?.parse()?;
+        runner.wall_s = get("wall_s")?.parse()?;
+        runner.metrics = Metrics::from_csv(get("metrics_csv")?)?;
+        std::fs::write(out_dir.join("metrics.csv"), runner.metrics.to_csv())?;
+        let parse = |s: &str| -> VecDeque<f64> { s.split(',').filter_map(|x| x.parse().ok()).collect() };
+        runner.returns = parse(get("recent_returns")?);
+        runner.lengths = parse(get("recent_lengths")?);
+        let envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
+        runner.venv = Self::make_venv(&runner.cfg, envs, runner.iteration);
+        tracing::info!("resumed {} at iteration {}", path.display(), runner.iteration);
+        Ok(runner)
+    }
+
+    fn make_venv(cfg: &TrainConfig, envs: Vec<Box<dyn Env>>, iteration: usize) -> VecEnv<Box<dyn Env>> {
+        let r = &cfg.run.run;
+        let seed = clawrl_sim::rng::derive_seed(r.seed, 0x5EED_0000 + iteration as u64);
+        let mut venv = VecEnv::new(envs, r.env_threads, seed);
+        venv.reset();
+        venv
+    }
+
+    pub fn policy(&self) -> &dyn Policy {
+        self.alg.policy()
+    }
+
+    pub fn algorithm(&self) -> &dyn Algorithm {
+        self.alg.as_ref()
+    }
+
+    /// Trains until `run.max_iterations`.
+    pub fn train(&mut self, hooks: &mut dyn TrainHooks) -> Result<Summary> {
+        let total = self.cfg.run.run.max_iterations;
+        let bar = if self.progress {
+            let b = ProgressBar::new(total as u64);
+            b.set_style(
+                ProgressStyle::with_template("{elapsed_precise} [{bar:25.cyan/blue}] {pos}/{len} it (eta {eta}) {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            b.set_position(self.iteration as u64);
+            Some(b)
+        } else {
+            None
+        };
+        let n = self.venv.num_envs();
+        let mut last_sps = 0.0;
+        while self.iteration < total {
+            let t_iter = Instant::now();
+            let (mut t_phys, mut t_pol) = (0.0, 0.0);
+            let mut finished = 0usize;
+            for _ in 0..self.alg.num_steps_per_env() {
+                let t0 = Instant::now();
+                let actions = self.alg.act(self.venv.batch(), &mut self.rng)?;
+                let t1 = Instant::now();
+                let batch = self.venv.step(actions)?;
+                let t2 = Instant::now();
+                self.alg.process_env_step(batch)?;
+                for log in batch.finished.iter().flatten() {
+                    push_window(&mut self.returns, log.total);
+                    push_window(&mut self.lengths, log.steps as f64);
+                    finished += 1;
+                }
+                t_pol += (t1 - t0).as_secs_f64() + t2.elapsed().as_secs_f64();
+                t_phys += (t2 - t1).as_secs_f64();
+            }
+            let t3 = Instant::now();
+            self.alg.compute_returns(self.venv.batch())?;
+            let stats = self.alg.update(&mut self.rng, hooks, self.iteration)?;
+            let t_update = t3.elapsed().as_secs_f64();
+            self.iteration += 1;
+            let steps = (n * self.alg.num_steps_per_env()) as u64;
+            self.env_steps += steps;
+            let dt = t_iter.elapsed().as_secs_f64();
+            self.wall_s += dt;
+            last_sps = steps as f64 / dt;
+            let (mr, ml) = (mean(&self.returns), mean(&self.lengths));
+            let mut row: Vec<(&str, f64)> = vec![
+                ("iteration", self.iteration as f64),
+                ("env_steps", self.env_steps as f64),
+                ("wall_s", self.wall_s),
+                ("steps_per_s", last_sps),
+                ("mean_return", mr),
+                ("mean_episode_length", ml),
+                ("episodes", finished as f64),
+                ("t_physics", t_phys),
+                ("t_policy", t_pol),
+                ("t_update", t_update),
+            ];
+            row.extend(stats.iter().copied());
+            self.metrics.push(&row)?;
+            self.metrics.append_last(&self.out_dir.join("metrics.csv"))?;
+            let key: String = stats.iter().take(3).map(|(k, v)| format!(" {k} {v:.3}")).collect();
+            let msg = format!("{last_sps:.0} steps/s | return {mr:.2} | ep len {ml:.0} |{key}");
+            match &bar {
+                Some(b) => {
+                    b.set_position(self.iteration as u64);
+                    b.set_message(msg);
+                }
+                None if self.iteration % 10 == 0 || self.iteration == total => {
+                    tracing::info!("it {}/{total} {msg}", self.iteration)
+                }
+                None => {}
+            }
+            let every = self.cfg.run.run.checkpoint_every;
+            if self.iteration % every == 0 || self.iteration == total {
+                self.save_checkpoint()?;
+                let envs = make_envs(&self.cfg, n)?;
+                self.venv = Self::make_venv(&self.cfg, envs, self.iteration);
+            }
+            let pe = self.cfg.run.run.plot_every;
+            if pe > 0 && self.iteration % pe == 0 {
+                self.plot()?;
+            }
+        }
+        if let Some(b) = bar {
+            b.finish();
+        }
+        self.plot()?;
+        Ok(Summary {
+            iterations: self.iteration,
+            env_steps: self.env_steps,
+            wall_s: self.wall_s,
+            mean_return: mean(&self.returns),
+            mean_episode_length: mean(&self.lengths),
+            steps_per_s: last_sps,
+        })
+    }
+
+    /// Writes `curves.png` from the metrics so far.
+    pub fn plot(&self) -> Result<()> {
+        if self.metrics.rows.is_empty() {
+            return Ok(());
+        }
+        let title = format!("{} / {} ({})", self.cfg.run.run.task, self.alg.name(), self.out_dir.display());
+        plot_curves(&self.metrics, &self.out_dir.join("curves.png"), &title)
+    }
+
+    /// Checkpoint of the current state plus `policy.safetensors` (the policy alone, for eval,
+    /// distillation and export). Refuses non-finite weights, so a bad update never replaces a
+    /// good checkpoint.
+    pub fn save_checkpoint(&self) -> Result<PathBuf> {
+        let tensors = self.alg.save()?;
+        for (name, t) in &tensors {
+            if t.dtype() == candle_core::DType::F32 {
+                let bad = t.flatten_all()?.to_vec1::<f32>()?.iter().any(|x| !x.is_finite());
+                anyhow::ensure!(!bad, "tensor `{name}` is not finite at iteration {}: checkpoint not written", self.iteration);
+            }
+        }
+        let (_, policy_meta) = Registry::to_parts(self.alg.policy())?;
+        let mut meta: Metadata = policy_meta;
+        let join = |v: &VecDeque<f64>| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+        meta.insert(META_TRAIN_CONFIG.into(), toml::to_string(&self.cfg)?);
+        meta.insert("iteration".into(), self.iteration.to_string());
+        meta.insert("env_steps".into(), self.env_steps.to_string());
+        meta.insert("wall_s".into(), self.wall_s.to_string());
+        meta.insert("rng".into(), checkpoint::rng_to_string(&self.rng));
+        meta.insert("metrics_csv".into(), self.metrics.to_csv());
+        meta.insert("recent_returns".into(), join(&self.returns));
+        meta.insert("recent_lengths".into(), join(&self.lengths));
+        let path = checkpoint::save(&self.out_dir, self.iteration, &tensors, &meta, self.cfg.run.run.keep_checkpoints)?;
+        Registry::save(self.alg.policy(), &self.out_dir.join("policy.safetensors"))?;
+        Ok(path)
+    }
+}
+
+fn push_window(w: &mut VecDeque<f64>, x: f64) {
+    if w.len() == WINDOW {
+        w.pop_front();
+    }
+    w.push_back(x);
+}
+
+fn mean(w: &VecDeque<f64>) -> f64 {
+    if w.is_empty() { f64::NAN } else { w.iter().sum::<f64>() / w.len() as f64 }
+}

@@ -1,0 +1,148 @@
+//! Checkpoints: exact resume, atomic writes, and a non-finite loss stopping the run while the
+//! last good checkpoint survives.
+mod common;
+
+use std::collections::HashMap;
+
+use candle_core::Tensor;
+use clawrl_trainer::algorithms::{LossContext, NoHooks, NonFiniteLoss, TrainHooks};
+use clawrl_trainer::{Runner, checkpoint};
+
+fn state(r: &Runner) -> HashMap<String, Vec<f32>> {
+    r.algorithm()
+        .save()
+        .unwrap()
+        .into_iter()
+        .filter(|(_, t)| t.dtype() == candle_core::DType::F32)
+        .map(|(n, t)| (n, t.flatten_all().unwrap().to_vec1::<f32>().unwrap()))
+        .collect()
+}
+
+fn exact_resume(config: &str, overrides: &[&str], n: usize, k: usize) {
+    let mut o: Vec<&str> = overrides.to_vec();
+    let total = format!("run.max_iterations={n}");
+    o.push(&total);
+    // Uninterrupted: N iterations.
+    let dir_a = common::tmp(&format!("resume-a-{config}"));
+    let mut a = Runner::new(common::config(config, &o), &dir_a).unwrap();
+    a.train(&mut NoHooks).unwrap();
+    // Interrupted: k iterations, then a new process-like start from the checkpoint to N.
+    let dir_b = common::tmp(&format!("resume-b-{config}"));
+    let first = format!("run.max_iterations={k}");
+    o.pop();
+    o.push(&first);
+    let mut b = Runner::new(common::config(config, &o), &dir_b).unwrap();
+    b.train(&mut NoHooks).unwrap();
+    drop(b);
+    let mut c = Runner::resume(&dir_b, &[total.clone()]).unwrap();
+    assert_eq!(c.iteration, k);
+    c.train(&mut NoHooks).unwrap();
+    assert_eq!(c.iteration, n);
+    let (sa, sc) = (state(&a), state(&c));
+    assert_eq!(sa.len(), sc.len());
+    for (name, va) in &sa {
+        assert_eq!(va, &sc[name], "`{name}` differs after resume");
+    }
+    // Same metrics rows except wall-clock columns.
+    let cols = ["iteration", "env_steps", "mean_return", "mean_episode_length"];
+    for col in cols {
+        assert_eq!(a.metrics.column(col), c.metrics.column(col), "{col}");
+    }
+    let csv = std::fs::read_to_string(dir_b.join("metrics.csv")).unwrap();
+    assert_eq!(csv.lines().count(), n + 1, "{csv}");
+    // A third run from a different seed does differ (the comparison above can fail).
+    let mut o2 = o.clone();
+    o2.pop();
+    o2.push(&total);
+    o2.push("run.seed=99");
+    let dir_d = common::tmp(&format!("resume-d-{config}"));
+    let mut d = Runner::new(common::config(config, &o2), &dir_d).unwrap();
+    d.train(&mut NoHooks).unwrap();
+    assert_ne!(state(&d)["actor.0.weight"], sa["actor.0.weight"]);
+    for dir in [dir_a, dir_b, dir_d] {
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
+
+#[test]
+fn ppo_resume_is_exact() {
+    exact_resume("cartpole_ppo.toml", &["run.checkpoint_every=2"], 5, 2);
+}
+
+#[test]
+fn sac_resume_is_exact() {
+    exact_resume(
+        "cartpole_sac.toml",
+        &["run.checkpoint_every=3", "sac.learning_starts=64", "sac.batch_size=32", "sac.updates_per_iteration=4"],
+        8,
+        3,
+    );
+}
+
+/// Injects a NaN into the loss from iteration `from` on.
+struct NanFrom(usize);
+impl TrainHooks for NanFrom {
+    fn extra_loss(&mut self, ctx: &LossContext<'_>) -> anyhow::Result<Option<Tensor>> {
+        if ctx.iteration >= self.0 {
+            Ok(Some((ctx.dist.mean.mean_all()? * f64::NAN)?))
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+#[test]
+fn non_finite_loss_stops_and_keeps_last_good_checkpoint() {
+    let dir = common::tmp("nan");
+    let cfg = common::config("cartpole_ppo.toml", &["run.max_iterations=10", "run.checkpoint_every=2"]);
+    let mut r = Runner::new(cfg, &dir).unwrap();
+    let err = r.train(&mut NanFrom(3)).unwrap_err();
+    let nf = err.downcast_ref::<NonFiniteLoss>().expect("a NonFiniteLoss error");
+    assert_eq!(nf.iteration, 3);
+    assert!(err.to_string().contains("non-finite"), "{err}");
+    // Iterations 1-3 ran; only the checkpoint of iteration 2 exists and it is finite and loadable.
+    let its: Vec<usize> = checkpoint::list(&dir).into_iter().map(|(i, _)| i).collect();
+    assert_eq!(its, vec![2]);
+    let (t, _) = checkpoint::load(&checkpoint::path_for(&dir, 2)).unwrap();
+    let w = t["actor.0.weight"].flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    assert!(w.iter().all(|x| x.is_finite()));
+    // The run continues from it.
+    let mut resumed = Runner::resume(&dir, &["run.max_iterations=4".to_string()]).unwrap();
+    assert_eq!(resumed.iteration, 2);
+    resumed.train(&mut NoHooks).unwrap();
+    assert_eq!(checkpoint::list(&dir).last().unwrap().0, 4);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// Kills `clawrl train` at several moments; every checkpoint left on disk must load and the
+/// run must resume from the newest.
+#[test]
+fn killed_training_never_leaves_a_corrupt_checkpoint() {
+    let dir = common::tmp("kill");
+    let bin = env!("CARGO_BIN_EXE_clawrl");
+    let cfg = common::repo().join("configs/run/cartpole_ppo.toml");
+    let mut resumed_once = false;
+    for delay_ms in [700u64, 1100, 1500] {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.env("RAYON_NUM_THREADS", "1").arg("train").arg("--no-progress");
+        if checkpoint::latest(&dir).is_some() {
+            cmd.arg("--resume").arg(&dir).args(["--set", "run.max_iterations=1000"]);
+            resumed_once = true;
+        } else {
+            cmd.arg("--config").arg(&cfg).args(["--set", "run.checkpoint_every=1", "--set", "run.max_iterations=1000", "--out"]).arg(&dir);
+        }
+        let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        for (_, p) in checkpoint::list(&dir) {
+            checkpoint::load(&p).unwrap_or_else(|e| panic!("{} is corrupt: {e:#}", p.display()));
+        }
+    }
+    assert!(resumed_once);
+    let last = checkpoint::list(&dir);
+    assert!(!last.is_empty(), "no checkpoint was written before the kills");
+    let r = Runner::resume(&dir, &[]).unwrap();
+    assert_eq!(r.iteration, last.last().unwrap().0);
+    std::fs::remove_dir_all(dir).ok();
+}
