@@ -25,12 +25,26 @@ struct Exchange {
 fn controller() -> Controller {
     let config = FirmwareConfig::claw_foot();
     let mut c = Controller::new(config.clone());
-    let mut servos = [ServoSample { position_rad: 0.0, current_ma: 120.0, temperature_c: 35.0 }; 16];
+    let mut servos = [ServoSample {
+        position_rad: 0.0,
+        current_ma: 120.0,
+        temperature_c: 35.0,
+    }; 16];
     for (s, cfg) in servos.iter_mut().zip(&config.servos) {
         s.position_rad = 0.5 * (cfg.min_rad + cfg.max_rad);
     }
-    let imu = Ok(ImuSample { gyro_rad_s: [0.01, -0.02, 0.0], accel_m_s2: [0.1, 0.0, 9.8] });
-    c.tick(0, &Sensors { servos, imu, supply_mv: 7400 });
+    let imu = Ok(ImuSample {
+        gyro_rad_s: [0.01, -0.02, 0.0],
+        accel_m_s2: [0.1, 0.0, 9.8],
+    });
+    c.tick(
+        0,
+        &Sensors {
+            servos,
+            imu,
+            supply_mv: 7400,
+        },
+    );
     c.finish_boot();
     c
 }
@@ -47,39 +61,77 @@ fn exchange(c: &mut Controller, name: &'static str, id: u8, command: Command<'_>
             c.handle(&p, 1, &mut |bytes| response.extend_from_slice(bytes));
         }
     }
-    Exchange { name, request, response }
+    Exchange {
+        name,
+        request,
+        response,
+    }
 }
 
 fn goals_raw() -> Vec<u8> {
-    (1..=16u8).flat_map(|id| std::iter::once(id).chain(2048u32.to_le_bytes())).collect()
+    (1..=16u8)
+        .flat_map(|id| std::iter::once(id).chain(2048u32.to_le_bytes()))
+        .collect()
 }
 
 fn cycles(c: &mut Controller) -> Vec<(&'static str, Vec<Exchange>)> {
     let raw = goals_raw();
     let ids: Vec<u8> = (1..=16).collect();
     let write = |c: &mut Controller| {
-        let w = SyncWrite { address: servo::GOAL_POSITION, length: 4, raw: &raw };
+        let w = SyncWrite {
+            address: servo::GOAL_POSITION,
+            length: 4,
+            raw: &raw,
+        };
         exchange(c, "SYNC WRITE goal x16", 0xFE, Command::SyncWrite(w))
     };
     let imu_only = |c: &mut Controller| {
-        exchange(c, "READ board IMU (80..100)", 100, Command::Read { address: board::GYRO, length: 20 })
+        exchange(
+            c,
+            "READ board IMU (80..100)",
+            100,
+            Command::Read {
+                address: board::GYRO,
+                length: 20,
+            },
+        )
     };
-    let state = SyncRead { address: servo::PRESENT_STATE, length: servo::PRESENT_STATE_LEN, ids: &ids };
+    let state = SyncRead {
+        address: servo::PRESENT_STATE,
+        length: servo::PRESENT_STATE_LEN,
+        ids: &ids,
+    };
     vec![
         (
             "A: sync write + one board READ of the robot state (recommended)",
             vec![
                 write(c),
-                exchange(c, "READ board 80..288", 100, Command::Read { address: board::ROBOT_STATE, length: board::ROBOT_STATE_LEN }),
+                exchange(
+                    c,
+                    "READ board 80..288",
+                    100,
+                    Command::Read {
+                        address: board::ROBOT_STATE,
+                        length: board::ROBOT_STATE_LEN,
+                    },
+                ),
             ],
         ),
         (
             "B: sync write + FAST SYNC READ of 126..136 x16 + IMU read (X-series style)",
-            vec![write(c), exchange(c, "FAST SYNC READ x16", 0xFE, Command::FastSyncRead(state)), imu_only(c)],
+            vec![
+                write(c),
+                exchange(c, "FAST SYNC READ x16", 0xFE, Command::FastSyncRead(state)),
+                imu_only(c),
+            ],
         ),
         (
             "C: sync write + SYNC READ of 126..136 x16 + IMU read (plain Protocol 2.0)",
-            vec![write(c), exchange(c, "SYNC READ x16", 0xFE, Command::SyncRead(state)), imu_only(c)],
+            vec![
+                write(c),
+                exchange(c, "SYNC READ x16", 0xFE, Command::SyncRead(state)),
+                imu_only(c),
+            ],
         ),
     ]
 }
@@ -91,13 +143,18 @@ fn wire_us(bytes: usize, baud: f64) -> f64 {
 
 fn link_budget(c: &mut Controller) {
     println!("## Wire bytes per control cycle (16 servos + IMU)\n");
-    println!("| cycle | packets | bytes down | bytes up | total | 1 Mbaud | max rate | 4 Mbaud | max rate |");
+    println!(
+        "| cycle | packets | bytes down | bytes up | total | 1 Mbaud | max rate | 4 Mbaud | max rate |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|");
     for (name, exchanges) in cycles(c) {
         let down: usize = exchanges.iter().map(|e| e.request.len()).sum();
         let up: usize = exchanges.iter().map(|e| e.response.len()).sum();
         let packets = exchanges.len() + exchanges.iter().filter(|e| !e.response.is_empty()).count();
-        let detail: Vec<String> = exchanges.iter().map(|e| format!("{} {}+{}", e.name, e.request.len(), e.response.len())).collect();
+        let detail: Vec<String> = exchanges
+            .iter()
+            .map(|e| format!("{} {}+{}", e.name, e.request.len(), e.response.len()))
+            .collect();
         let (t1, t4) = (wire_us(down + up, 1e6), wire_us(down + up, 4e6));
         println!(
             "| {name} | {packets} | {down} | {up} | {} | {t1:.0} us | {:.0} Hz | {t4:.0} us | {:.0} Hz |",
@@ -139,11 +196,18 @@ fn decode_all(bytes: &[u8]) -> usize {
 
 fn packet_costs(c: &mut Controller) {
     let raw = goals_raw();
-    let sync_write = Command::SyncWrite(SyncWrite { address: servo::GOAL_POSITION, length: 4, raw: &raw });
+    let sync_write = Command::SyncWrite(SyncWrite {
+        address: servo::GOAL_POSITION,
+        length: 4,
+        raw: &raw,
+    });
     let mut buf = [0u8; 1024];
     let n = sync_write.encode(0xFE, &mut buf).unwrap();
     let sync_write_bytes = buf[..n].to_vec();
-    let read_state = Command::Read { address: board::ROBOT_STATE, length: board::ROBOT_STATE_LEN };
+    let read_state = Command::Read {
+        address: board::ROBOT_STATE,
+        length: board::ROBOT_STATE_LEN,
+    };
     let state = exchange(c, "", 100, read_state);
     let mut table = [0u8; 288];
     let status_data = &state.response[9..state.response.len() - 2];
@@ -153,19 +217,38 @@ fn packet_costs(c: &mut Controller) {
     println!("| operation | bytes | ns per packet |");
     println!("|---|---|---|");
     let rows: Vec<(&str, usize, f64)> = vec![
-        ("encode SYNC WRITE goal x16", n, time_ns(20_000, 15, || {
-            black_box(sync_write.encode(0xFE, black_box(&mut buf)).unwrap());
-        })),
-        ("decode SYNC WRITE goal x16", n, time_ns(20_000, 15, || {
-            black_box(decode_all(black_box(&sync_write_bytes)));
-        })),
-        ("encode status, 208-byte robot state", state.response.len(), time_ns(20_000, 15, || {
-            let mut out = [0u8; 1024];
-            black_box(clawrl_protocol::encode_status(&mut out, 100, 0, black_box(&table[..208])).unwrap());
-        })),
-        ("decode status, 208-byte robot state", state.response.len(), time_ns(20_000, 15, || {
-            black_box(decode_all(black_box(&state.response)));
-        })),
+        (
+            "encode SYNC WRITE goal x16",
+            n,
+            time_ns(20_000, 15, || {
+                black_box(sync_write.encode(0xFE, black_box(&mut buf)).unwrap());
+            }),
+        ),
+        (
+            "decode SYNC WRITE goal x16",
+            n,
+            time_ns(20_000, 15, || {
+                black_box(decode_all(black_box(&sync_write_bytes)));
+            }),
+        ),
+        (
+            "encode status, 208-byte robot state",
+            state.response.len(),
+            time_ns(20_000, 15, || {
+                let mut out = [0u8; 1024];
+                black_box(
+                    clawrl_protocol::encode_status(&mut out, 100, 0, black_box(&table[..208]))
+                        .unwrap(),
+                );
+            }),
+        ),
+        (
+            "decode status, 208-byte robot state",
+            state.response.len(),
+            time_ns(20_000, 15, || {
+                black_box(decode_all(black_box(&state.response)));
+            }),
+        ),
     ];
     for (name, bytes, ns) in rows {
         println!("| {name} | {bytes} | {ns:.0} |");
@@ -188,11 +271,17 @@ fn packet_costs(c: &mut Controller) {
     let ns = time_ns(20_000, 15, || {
         black_box(handled(c, black_box(&sync_write_bytes)));
     });
-    println!("| firmware: decode + apply SYNC WRITE goal x16 | {} | {ns:.0} |", sync_write_bytes.len());
+    println!(
+        "| firmware: decode + apply SYNC WRITE goal x16 | {} | {ns:.0} |",
+        sync_write_bytes.len()
+    );
     let ns = time_ns(20_000, 15, || {
         black_box(handled(c, black_box(&read_bytes)));
     });
-    println!("| firmware: decode READ + render + encode robot state | {} | {ns:.0} |", read_bytes.len());
+    println!(
+        "| firmware: decode READ + render + encode robot state | {} | {ns:.0} |",
+        read_bytes.len()
+    );
     println!();
 }
 

@@ -223,10 +223,10 @@ impl Controller {
                 w.push_u16(crc);
             }
         }
-        if count > 0 {
-            if let Ok(n) = w.finish() {
-                send(&buf[..n]);
-            }
+        if count > 0
+            && let Ok(n) = w.finish()
+        {
+            send(&buf[..n]);
         }
     }
 

@@ -18,6 +18,10 @@ pub fn slew(from: f32, to: f32, max_step: f32) -> f32 {
     from + (to - from).clamp(-max_step, max_step)
 }
 
+/// Soft limits that would be inverted or wider than the configured hard ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitsRefused;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Servo {
     /// Soft limits the runtime may narrow (Min/Max Position Limit), always inside the config's.
@@ -63,9 +67,14 @@ impl Servo {
     }
 
     /// Narrows the soft limits; refuses a range outside the hard one or inverted.
-    pub fn set_limits(&mut self, min: f32, max: f32, config: &ServoConfig) -> Result<(), ()> {
+    pub fn set_limits(
+        &mut self,
+        min: f32,
+        max: f32,
+        config: &ServoConfig,
+    ) -> Result<(), LimitsRefused> {
         if min > max || min < config.min_rad - 1e-3 || max > config.max_rad + 1e-3 {
-            return Err(());
+            return Err(LimitsRefused);
         }
         self.min_rad = min.max(config.min_rad);
         self.max_rad = max.min(config.max_rad);

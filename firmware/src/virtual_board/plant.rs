@@ -84,8 +84,8 @@ impl ServoModel {
 impl Plant for ServoModel {
     fn step(&mut self, dt_s: f32, pulses_us: &Pulses) -> PlantReading {
         let mut total_ma = 0.0;
-        for i in 0..SERVO_COUNT {
-            self.velocity[i] = match pulses_us[i] {
+        for (i, pulse) in pulses_us.iter().enumerate() {
+            self.velocity[i] = match *pulse {
                 Some(p) => {
                     let target = self.calibrations[i].angle_rad(p);
                     ((target - self.position[i]) / self.time_constant_s)
@@ -94,7 +94,7 @@ impl Plant for ServoModel {
                 None => self.velocity[i] * 0.9,
             };
             self.position[i] += self.velocity[i] * dt_s;
-            let current = if pulses_us[i].is_some() {
+            let current = if pulse.is_some() {
                 80.0 + 300.0 * self.velocity[i].abs()
             } else {
                 5.0
