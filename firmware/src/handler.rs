@@ -200,6 +200,11 @@ impl Controller {
         let mut w = PacketWriter::new(&mut buf, BROADCAST_ID, Instruction::Status);
         let devices = r.ids.iter().filter_map(|&id| Device::from_id(id));
         let count = devices.clone().count();
+        // Refuse before doing any work an answer that cannot fit: a hostile length must not
+        // cost the control loop a long zero-fill.
+        if count * (4 + r.length as usize) + 10 > RESPONSE_CAPACITY {
+            return;
+        }
         for (n, device) in devices.enumerate() {
             let mut table = [0u8; MAX_TABLE_LEN];
             let (error, data) = match self.read_range(device, r.address, r.length, &mut table) {

@@ -424,3 +424,20 @@ fn garbage_and_corrupt_packets_do_not_stop_the_next_answer() {
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0].0, 5);
 }
+
+#[test]
+fn an_oversized_fast_sync_read_is_dropped_without_work() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    let ids: Vec<u8> = (1..=16).collect();
+    let answers = rig.send(
+        0xFE,
+        Command::FastSyncRead(SyncRead {
+            address: 0,
+            length: 60_000,
+            ids: &ids,
+        }),
+    );
+    assert!(answers.is_empty());
+    // The link still works.
+    assert_eq!(rig.send(1, Command::Ping).len(), 1);
+}

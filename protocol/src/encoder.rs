@@ -54,6 +54,10 @@ impl<'a> PacketWriter<'a> {
 
     /// Appends parameter bytes, stuffing as needed.
     pub fn push(&mut self, bytes: &[u8]) -> &mut Self {
+        // Once over the buffer, the packet is lost anyway: do not spend time counting.
+        if self.overflow {
+            return self;
+        }
         for &b in bytes {
             self.byte(b);
         }
