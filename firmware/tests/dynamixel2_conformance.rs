@@ -151,3 +151,14 @@ proptest::proptest! {
         proptest::prop_assert_eq!(clawrl_protocol::crc::crc16(&data), dynamixel2::checksum::calculate_checksum(0, &data));
     }
 }
+
+#[test]
+fn byte_stuffing_agrees_both_ways() {
+    // D gain 0xFFFF then I gain 0x00FD: the parameters hold FF FF FD 00, which dynamixel2 must
+    // stuff on the way in and the firmware must stuff on the way back.
+    let (_board, mut bus) = start();
+    let gains = [0xFF, 0xFF, 0xFD, 0x00, 0x20, 0x03];
+    bus.write(5, servo::POSITION_D_GAIN, &gains).unwrap();
+    let back = bus.read(5, servo::POSITION_D_GAIN, 6).unwrap().data;
+    assert_eq!(back, gains);
+}

@@ -169,6 +169,18 @@ proptest! {
     }
 
     #[test]
+    fn status_packets_round_trip(id in 0u8..0xFD, error in any::<u8>(), data in bytes(300)) {
+        let mut buf = [0u8; 1024];
+        let n = clawrl_protocol::encode_status(&mut buf, id, error, &data).unwrap();
+        let mut decoder: Decoder<1024> = Decoder::new();
+        let packets = decode_stream(&mut decoder, &buf[..n]);
+        prop_assert_eq!(packets.len(), 1);
+        let p = clawrl_protocol::Packet { id: packets[0].0, instruction: packets[0].1, params: &packets[0].2 };
+        let status = clawrl_protocol::Status::parse(&p).unwrap();
+        prop_assert_eq!((status.id, status.error, status.data), (id, error, &data[..]));
+    }
+
+    #[test]
     fn decoder_never_panics_on_arbitrary_bytes(noise in prop::collection::vec(any::<u8>(), 0..2048)) {
         let mut decoder: Decoder<64> = Decoder::new();
         decode_stream(&mut decoder, &noise);
