@@ -96,10 +96,22 @@ fn main() -> ! {
 
     let serial = dp
         .USART1
-        .serial((gpioa.pa15.into_floating_input(), gpiob.pb3.into_floating_input()), SerialConfig::default().baudrate(BAUD.bps()), &mut rcc)
+        .serial(
+            (
+                gpioa.pa15.into_floating_input(),
+                gpiob.pb3.into_floating_input(),
+            ),
+            SerialConfig::default().baudrate(BAUD.bps()),
+            &mut rcc,
+        )
         .unwrap();
 
-    let i2c = I2c::new(dp.I2C1, (gpiob.pb8, gpiob.pb9), Mode::fast(400.kHz(), DutyCycle::Ratio2to1), &mut rcc);
+    let i2c = I2c::new(
+        dp.I2C1,
+        (gpiob.pb8, gpiob.pb9),
+        Mode::fast(400.kHz(), DutyCycle::Ratio2to1),
+        &mut rcc,
+    );
     let imu = match Mpu6050::new(i2c, mpu6050::DEFAULT_ADDRESS) {
         Ok(imu) => BoardImu::Present(imu),
         Err(_) => BoardImu::Missing,
@@ -120,7 +132,10 @@ fn main() -> ! {
     let hw = Hardware {
         serial: Uart::new(serial),
         outputs: ServoOutputs::new(channels, config.pwm_period_us),
-        feedback: MuxFeedback { inputs: &analog, reversed },
+        feedback: MuxFeedback {
+            inputs: &analog,
+            reversed,
+        },
         imu,
         supply: Supply { inputs: &analog },
         clock: CycleClock::new(rcc.clocks.sysclk().to_MHz()),

@@ -59,7 +59,11 @@ impl ServoFeedback for MuxFeedback<'_> {
         let unit = (mv - POT_MV_MIN) / (POT_MV_MAX - POT_MV_MIN) * 2.0 - 1.0;
         let angle = unit * half_range;
         // No current shunts or thermistors on this board revision: report nominal values.
-        ServoSample { position_rad: if self.reversed[servo] { -angle } else { angle }, current_ma: 0.0, temperature_c: 30.0 }
+        ServoSample {
+            position_rad: if self.reversed[servo] { -angle } else { angle },
+            current_ma: 0.0,
+            temperature_c: 30.0,
+        }
     }
 }
 
@@ -82,7 +86,11 @@ pub struct CycleClock {
 
 impl CycleClock {
     pub fn new(cycles_per_us: u32) -> Self {
-        Self { cycles_per_us, last: Cell::new(0), high: Cell::new(0) }
+        Self {
+            cycles_per_us,
+            last: Cell::new(0),
+            high: Cell::new(0),
+        }
     }
 }
 

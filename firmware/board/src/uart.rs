@@ -13,7 +13,11 @@ pub struct Uart<U: Instance> {
 
 impl<U: Instance> Uart<U> {
     pub fn new(serial: Serial<U, u8>) -> Self {
-        Self { serial, buf: [0; 64], len: 0 }
+        Self {
+            serial,
+            buf: [0; 64],
+            len: 0,
+        }
     }
 
     fn drain(&mut self) {

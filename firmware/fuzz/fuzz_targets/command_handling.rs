@@ -11,7 +11,9 @@ use clawrl_firmware::{Controller, FirmwareConfig, Sensors};
 use clawrl_protocol::{Decoder, PacketWriter};
 
 /// Instruction bytes the fuzzer picks from (plus any raw byte).
-const INSTRUCTIONS: [u8; 13] = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x08, 0x10, 0x55, 0x82, 0x83, 0x8A, 0x92];
+const INSTRUCTIONS: [u8; 13] = [
+    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x08, 0x10, 0x55, 0x82, 0x83, 0x8A, 0x92,
+];
 /// IDs the fuzzer picks from: servos, the board, broadcast, and one not on the board.
 const IDS: [u8; 4] = [100, 0xFE, 42, 0];
 
@@ -33,7 +35,11 @@ fn wire_bytes(input: &[u8]) -> Vec<u8> {
             b if b < 32 => IDS[b as usize % IDS.len()],
             b => b,
         };
-        let instruction = if chunk[1] < 0xF0 { INSTRUCTIONS[chunk[1] as usize % INSTRUCTIONS.len()] } else { chunk[1] };
+        let instruction = if chunk[1] < 0xF0 {
+            INSTRUCTIONS[chunk[1] as usize % INSTRUCTIONS.len()]
+        } else {
+            chunk[1]
+        };
         let mut buf = [0u8; 600];
         let mut w = PacketWriter::with_raw_instruction(&mut buf, id, instruction);
         w.push(&chunk[2..]);
@@ -46,15 +52,28 @@ fn wire_bytes(input: &[u8]) -> Vec<u8> {
 use libfuzzer_sys::fuzz_target;
 
 fn sensors(config: &FirmwareConfig, temperature: f32, supply_mv: u16) -> Sensors {
-    let mut servos = [ServoSample { position_rad: 0.0, current_ma: 100.0, temperature_c: temperature }; 16];
+    let mut servos = [ServoSample {
+        position_rad: 0.0,
+        current_ma: 100.0,
+        temperature_c: temperature,
+    }; 16];
     for (s, c) in servos.iter_mut().zip(&config.servos) {
         s.position_rad = 0.5 * (c.min_rad + c.max_rad);
     }
-    Sensors { servos, imu: Ok(ImuSample { gyro_rad_s: [0.0; 3], accel_m_s2: [0.0, 0.0, 9.81] }), supply_mv }
+    Sensors {
+        servos,
+        imu: Ok(ImuSample {
+            gyro_rad_s: [0.0; 3],
+            accel_m_s2: [0.0, 0.0, 9.81],
+        }),
+        supply_mv,
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&knobs, input)) = data.split_first() else { return };
+    let Some((&knobs, input)) = data.split_first() else {
+        return;
+    };
     let stream = wire_bytes(input);
     let config = FirmwareConfig::claw_foot();
     let mut controller = Controller::new(config.clone());
@@ -65,7 +84,11 @@ fuzz_target!(|data: &[u8]| {
     controller.finish_boot();
     // A tick after every packet and every 64 bytes of anything; ticks 1-16 ms apart, or 40 ms
     // to reach the watchdog quickly.
-    let tick_ms = if knobs & 0x20 != 0 { 40 } else { 1 + (knobs & 0x0F) as u64 };
+    let tick_ms = if knobs & 0x20 != 0 {
+        40
+    } else {
+        1 + (knobs & 0x0F) as u64
+    };
     // The slew limit is per tick, whatever the time between ticks: late ticks move slower.
     let step = config.max_step_rad() + 1e-4;
     let mut decoder: Decoder<1024> = Decoder::new();
@@ -90,9 +113,15 @@ fuzz_target!(|data: &[u8]| {
                 };
                 let limits = &config.servos[s];
                 let angle = limits.calibration.angle_rad(*p);
-                assert!(angle >= limits.min_rad - 1e-3 && angle <= limits.max_rad + 1e-3, "servo {s} at {angle}");
+                assert!(
+                    angle >= limits.min_rad - 1e-3 && angle <= limits.max_rad + 1e-3,
+                    "servo {s} at {angle}"
+                );
                 if let Some(prev) = last[s] {
-                    assert!((angle - prev).abs() <= step, "servo {s} jumped {prev} -> {angle}");
+                    assert!(
+                        (angle - prev).abs() <= step,
+                        "servo {s} jumped {prev} -> {angle}"
+                    );
                 }
                 last[s] = Some(angle);
             }

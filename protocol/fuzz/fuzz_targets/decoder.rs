@@ -11,9 +11,13 @@ fuzz_target!(|data: &[u8]| {
         decoder.push(b);
         while let Some(event) = decoder.next_event() {
             let Ok(packet) = event else { continue };
-            let Ok(command) = Command::parse(&packet) else { continue };
+            let Ok(command) = Command::parse(&packet) else {
+                continue;
+            };
             let mut buf = [0u8; 1200];
-            let n = command.encode(packet.id, &mut buf).expect("re-encoding fits");
+            let n = command
+                .encode(packet.id, &mut buf)
+                .expect("re-encoding fits");
             let mut again: Decoder<1200> = Decoder::new();
             let mut seen = 0;
             for &c in &buf[..n] {
