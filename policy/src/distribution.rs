@@ -24,7 +24,12 @@ pub fn entropy(log_std: &Tensor) -> Result<Tensor> {
 }
 
 /// KL(p || q) = Σ log σq/σp + (σp² + (μp − μq)²) / (2σq²) − 1/2.
-pub fn kl(mean_p: &Tensor, log_std_p: &Tensor, mean_q: &Tensor, log_std_q: &Tensor) -> Result<Tensor> {
+pub fn kl(
+    mean_p: &Tensor,
+    log_std_p: &Tensor,
+    mean_q: &Tensor,
+    log_std_q: &Tensor,
+) -> Result<Tensor> {
     let var_p = (log_std_p * 2.0)?.exp()?;
     let var_q = (log_std_q * 2.0)?.exp()?;
     let dm2 = (mean_p - mean_q)?.sqr()?;
@@ -47,8 +52,12 @@ pub fn log_prob_row(mean: &[f32], log_std: &[f32], x: &[f32]) -> f32 {
 pub fn kl_row(mean_p: &[f32], log_std_p: &[f32], mean_q: &[f32], log_std_q: &[f32]) -> f64 {
     let mut s = 0.0;
     for i in 0..mean_p.len() {
-        let (mp, lp, mq, lq) =
-            (f64::from(mean_p[i]), f64::from(log_std_p[i]), f64::from(mean_q[i]), f64::from(log_std_q[i]));
+        let (mp, lp, mq, lq) = (
+            f64::from(mean_p[i]),
+            f64::from(log_std_p[i]),
+            f64::from(mean_q[i]),
+            f64::from(log_std_q[i]),
+        );
         s += lq - lp + ((2.0 * lp).exp() + (mp - mq).powi(2)) / (2.0 * (2.0 * lq).exp()) - 0.5;
     }
     s
@@ -81,8 +90,14 @@ mod tests {
     #[test]
     fn entropy_matches_closed_form() {
         // Entropy of N(μ, σ²) is ln(σ √(2πe)); σ = 1 gives 1.418939, σ = e^-0.5 gives 0.918939.
-        let got = entropy(&t(&[[0.0, -0.5]])).unwrap().to_vec1::<f32>().unwrap()[0];
-        assert!((f64::from(got) - (1.418_938_533 + 0.918_938_533)).abs() < 1e-5, "{got}");
+        let got = entropy(&t(&[[0.0, -0.5]]))
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()[0];
+        assert!(
+            (f64::from(got) - (1.418_938_533 + 0.918_938_533)).abs() < 1e-5,
+            "{got}"
+        );
     }
 
     #[test]
@@ -95,7 +110,12 @@ mod tests {
         let got = kl(&mp, &lp, &mq, &lq).unwrap().to_vec1::<f32>().unwrap()[0];
         let want = std::f64::consts::LN_2 + 2.0 / 8.0 - 0.5;
         assert!((f64::from(got) - want).abs() < 1e-5, "{got} vs {want}");
-        let row = kl_row(&[1.0, 0.3], &[0.0, -0.2], &[0.0, 0.3], &[std::f32::consts::LN_2, -0.2]);
+        let row = kl_row(
+            &[1.0, 0.3],
+            &[0.0, -0.2],
+            &[0.0, 0.3],
+            &[std::f32::consts::LN_2, -0.2],
+        );
         assert!((row - want).abs() < 1e-5);
         // KL of a distribution with itself is zero, and KL is not symmetric.
         let zero = kl(&mp, &lp, &mp, &lp).unwrap().to_vec1::<f32>().unwrap()[0];

@@ -29,11 +29,17 @@ pub enum PolicyError {
     #[error("safetensors: {0}")]
     SafeTensors(String),
     #[error("io error on {path}: {source}")]
-    Io { path: std::path::PathBuf, source: std::io::Error },
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("unknown policy kind `{0}` (registered: {1})")]
     UnknownKind(String, String),
     #[error("bad policy file {path}: {reason}")]
-    BadFile { path: std::path::PathBuf, reason: String },
+    BadFile {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     #[error("invalid policy config: {0}")]
     Config(String),
 }

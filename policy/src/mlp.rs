@@ -41,20 +41,36 @@ pub struct Mlp {
 impl Mlp {
     /// Weights uniform in `±gain/sqrt(fan_in)` (PyTorch's default bound), biases zero; the output
     /// layer's bound is further scaled by `out_gain` (small for policy heads).
-    pub fn new(name: &str, dims: &[usize], activation: Activation, out_gain: f64, rng: &mut Rng) -> Result<Self> {
+    pub fn new(
+        name: &str,
+        dims: &[usize],
+        activation: Activation,
+        out_gain: f64,
+        rng: &mut Rng,
+    ) -> Result<Self> {
         assert!(dims.len() >= 2, "an MLP needs an input and an output size");
         let mut layers = Vec::with_capacity(dims.len() - 1);
         for (i, w) in dims.windows(2).enumerate() {
             let (fan_in, fan_out) = (w[0], w[1]);
             let last = i == dims.len() - 2;
             let bound = (1.0 / (fan_in as f64).sqrt()) * if last { out_gain } else { 1.0 };
-            let values: Vec<f32> =
-                (0..fan_in * fan_out).map(|_| rng.random_range(-bound..=bound) as f32).collect();
-            let weight = Var::from_tensor(&Tensor::from_vec(values, (fan_in, fan_out), &Device::Cpu)?)?;
-            let bias = Var::from_tensor(&Tensor::zeros(fan_out, candle_core::DType::F32, &Device::Cpu)?)?;
+            let values: Vec<f32> = (0..fan_in * fan_out)
+                .map(|_| rng.random_range(-bound..=bound) as f32)
+                .collect();
+            let weight =
+                Var::from_tensor(&Tensor::from_vec(values, (fan_in, fan_out), &Device::Cpu)?)?;
+            let bias = Var::from_tensor(&Tensor::zeros(
+                fan_out,
+                candle_core::DType::F32,
+                &Device::Cpu,
+            )?)?;
             layers.push(Linear { weight, bias });
         }
-        Ok(Self { name: name.to_string(), layers, activation })
+        Ok(Self {
+            name: name.to_string(),
+            layers,
+            activation,
+        })
     }
 
     pub fn input_dim(&self) -> usize {
@@ -117,10 +133,36 @@ mod tests {
 
     #[test]
     fn same_seed_same_weights_and_shapes() {
-        let a = Mlp::new("a", &[3, 8, 2], Activation::Elu, 1.0, &mut Rng::seed_from_u64(7)).unwrap();
-        let b = Mlp::new("a", &[3, 8, 2], Activation::Elu, 1.0, &mut Rng::seed_from_u64(7)).unwrap();
-        let c = Mlp::new("a", &[3, 8, 2], Activation::Elu, 1.0, &mut Rng::seed_from_u64(8)).unwrap();
-        let x = Tensor::from_vec(vec![0.1f32, -0.2, 0.3, 1.0, 2.0, -1.0], (2, 3), &Device::Cpu).unwrap();
+        let a = Mlp::new(
+            "a",
+            &[3, 8, 2],
+            Activation::Elu,
+            1.0,
+            &mut Rng::seed_from_u64(7),
+        )
+        .unwrap();
+        let b = Mlp::new(
+            "a",
+            &[3, 8, 2],
+            Activation::Elu,
+            1.0,
+            &mut Rng::seed_from_u64(7),
+        )
+        .unwrap();
+        let c = Mlp::new(
+            "a",
+            &[3, 8, 2],
+            Activation::Elu,
+            1.0,
+            &mut Rng::seed_from_u64(8),
+        )
+        .unwrap();
+        let x = Tensor::from_vec(
+            vec![0.1f32, -0.2, 0.3, 1.0, 2.0, -1.0],
+            (2, 3),
+            &Device::Cpu,
+        )
+        .unwrap();
         let ya: Vec<Vec<f32>> = a.forward(&x).unwrap().to_vec2().unwrap();
         let yb: Vec<Vec<f32>> = b.forward_detached(&x).unwrap().to_vec2().unwrap();
         let yc: Vec<Vec<f32>> = c.forward(&x).unwrap().to_vec2().unwrap();
@@ -133,12 +175,27 @@ mod tests {
 
     #[test]
     fn relu_network_computes_by_hand() {
-        let m = Mlp::new("m", &[2, 2, 1], Activation::Relu, 1.0, &mut Rng::seed_from_u64(0)).unwrap();
+        let m = Mlp::new(
+            "m",
+            &[2, 2, 1],
+            Activation::Relu,
+            1.0,
+            &mut Rng::seed_from_u64(0),
+        )
+        .unwrap();
         let p = m.params();
-        p[0].1.set(&Tensor::new(&[[1.0f32, -1.0], [2.0, 0.5]], &Device::Cpu).unwrap()).unwrap();
-        p[1].1.set(&Tensor::new(&[0.0f32, 1.0], &Device::Cpu).unwrap()).unwrap();
-        p[2].1.set(&Tensor::new(&[[3.0f32], [-2.0]], &Device::Cpu).unwrap()).unwrap();
-        p[3].1.set(&Tensor::new(&[0.5f32], &Device::Cpu).unwrap()).unwrap();
+        p[0].1
+            .set(&Tensor::new(&[[1.0f32, -1.0], [2.0, 0.5]], &Device::Cpu).unwrap())
+            .unwrap();
+        p[1].1
+            .set(&Tensor::new(&[0.0f32, 1.0], &Device::Cpu).unwrap())
+            .unwrap();
+        p[2].1
+            .set(&Tensor::new(&[[3.0f32], [-2.0]], &Device::Cpu).unwrap())
+            .unwrap();
+        p[3].1
+            .set(&Tensor::new(&[0.5f32], &Device::Cpu).unwrap())
+            .unwrap();
         // x = (1, 1): hidden = relu(1*1 + 1*2 + 0, 1*-1 + 1*0.5 + 1) = (3, 0.5); out = 9 - 1 + 0.5.
         let x = Tensor::new(&[[1.0f32, 1.0]], &Device::Cpu).unwrap();
         let y: Vec<Vec<f32>> = m.forward(&x).unwrap().to_vec2().unwrap();

@@ -20,7 +20,13 @@ const EPS: f64 = 1e-8;
 
 impl Normalizer {
     pub fn new(dim: usize, clip: f32) -> Self {
-        Self { mean: vec![0.0; dim], var: vec![1.0; dim], count: 1e-4, clip, training: true }
+        Self {
+            mean: vec![0.0; dim],
+            var: vec![1.0; dim],
+            count: 1e-4,
+            clip,
+            training: true,
+        }
     }
 
     pub fn dim(&self) -> usize {
@@ -52,7 +58,8 @@ impl Normalizer {
         let total = self.count + n;
         for i in 0..d {
             let delta = bmean[i] - self.mean[i];
-            let m2 = self.var[i] * self.count + bvar[i] * n + delta * delta * self.count * n / total;
+            let m2 =
+                self.var[i] * self.count + bvar[i] * n + delta * delta * self.count * n / total;
             self.mean[i] += delta * n / total;
             self.var[i] = m2 / total;
         }
@@ -83,16 +90,35 @@ impl Normalizer {
     pub fn to_tensors(&self, prefix: &str) -> Result<Vec<(String, Tensor)>> {
         let dev = &Device::Cpu;
         Ok(vec![
-            (format!("{prefix}.mean"), Tensor::from_slice(&self.mean, self.dim(), dev)?),
-            (format!("{prefix}.var"), Tensor::from_slice(&self.var, self.dim(), dev)?),
-            (format!("{prefix}.count"), Tensor::from_slice(&[self.count], 1, dev)?),
-            (format!("{prefix}.clip"), Tensor::from_slice(&[self.clip], 1, dev)?),
+            (
+                format!("{prefix}.mean"),
+                Tensor::from_slice(&self.mean, self.dim(), dev)?,
+            ),
+            (
+                format!("{prefix}.var"),
+                Tensor::from_slice(&self.var, self.dim(), dev)?,
+            ),
+            (
+                format!("{prefix}.count"),
+                Tensor::from_slice(&[self.count], 1, dev)?,
+            ),
+            (
+                format!("{prefix}.clip"),
+                Tensor::from_slice(&[self.clip], 1, dev)?,
+            ),
         ])
     }
 
     /// Reads back what [`Normalizer::to_tensors`] wrote.
-    pub fn load_tensors(&mut self, prefix: &str, get: &dyn Fn(&str) -> Option<Tensor>) -> Result<()> {
-        let fetch = |k: &str| get(&format!("{prefix}.{k}")).ok_or_else(|| PolicyError::Config(format!("missing {prefix}.{k}")));
+    pub fn load_tensors(
+        &mut self,
+        prefix: &str,
+        get: &dyn Fn(&str) -> Option<Tensor>,
+    ) -> Result<()> {
+        let fetch = |k: &str| {
+            get(&format!("{prefix}.{k}"))
+                .ok_or_else(|| PolicyError::Config(format!("missing {prefix}.{k}")))
+        };
         let mean: Vec<f64> = fetch("mean")?.to_vec1()?;
         let var: Vec<f64> = fetch("var")?.to_vec1()?;
         if mean.len() != self.dim() || var.len() != self.dim() {
@@ -151,12 +177,17 @@ mod tests {
         crate::io::save(&path, &tensors, &Default::default()).unwrap();
         let (loaded, _) = crate::io::load(&path).unwrap();
         let mut m = Normalizer::new(3, 1.0);
-        m.load_tensors("obs_norm", &|k| loaded.get(k).cloned()).unwrap();
+        m.load_tensors("obs_norm", &|k| loaded.get(k).cloned())
+            .unwrap();
         assert_eq!(m.mean, n.mean);
         assert_eq!(m.var, n.var);
         assert_eq!((m.count, m.clip), (n.count, n.clip));
         let mut wrong = Normalizer::new(2, 1.0);
-        assert!(wrong.load_tensors("obs_norm", &|k| loaded.get(k).cloned()).is_err());
+        assert!(
+            wrong
+                .load_tensors("obs_norm", &|k| loaded.get(k).cloned())
+                .is_err()
+        );
         std::fs::remove_dir_all(dir).ok();
     }
 }

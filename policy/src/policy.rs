@@ -35,13 +35,20 @@ pub struct PolicyConfig {
 impl PolicyConfig {
     pub fn check(&self) -> Result<()> {
         if self.obs_dim == 0 || self.action_dim == 0 {
-            return Err(PolicyError::Config("obs_dim and action_dim must be positive".into()));
+            return Err(PolicyError::Config(
+                "obs_dim and action_dim must be positive".into(),
+            ));
         }
         if self.hidden.contains(&0) {
-            return Err(PolicyError::Config("hidden layer sizes must be positive".into()));
+            return Err(PolicyError::Config(
+                "hidden layer sizes must be positive".into(),
+            ));
         }
         if !(self.init_std.is_finite() && self.init_std > 0.0) {
-            return Err(PolicyError::Config(format!("init_std {} must be positive", self.init_std)));
+            return Err(PolicyError::Config(format!(
+                "init_std {} must be positive",
+                self.init_std
+            )));
         }
         Ok(())
     }
@@ -109,7 +116,12 @@ pub const LOG_STD_MIN: f64 = -5.0;
 pub const LOG_STD_MAX: f64 = 2.0;
 
 impl GaussianMlp {
-    pub fn new(config: &PolicyConfig, state_dependent_std: bool, squash: bool, rng: &mut Rng) -> Result<Self> {
+    pub fn new(
+        config: &PolicyConfig,
+        state_dependent_std: bool,
+        squash: bool,
+        rng: &mut Rng,
+    ) -> Result<Self> {
         config.check()?;
         let a = config.action_dim;
         let out = if state_dependent_std { 2 * a } else { a };
@@ -121,15 +133,27 @@ impl GaussianMlp {
             // Start the state-dependent head at log(init_std) through the output bias.
             let b = &net.params()[dims.len() * 2 - 3].1;
             let mut bias = vec![0.0f32; 2 * a];
-            bias[a..].iter_mut().for_each(|x| *x = config.init_std.ln() as f32);
+            bias[a..]
+                .iter_mut()
+                .for_each(|x| *x = config.init_std.ln() as f32);
             b.set(&Tensor::from_vec(bias, 2 * a, &Device::Cpu)?)?;
         }
         let log_std = if state_dependent_std {
             None
         } else {
-            Some(Var::from_tensor(&Tensor::full(config.init_std.ln() as f32, a, &Device::Cpu)?)?)
+            Some(Var::from_tensor(&Tensor::full(
+                config.init_std.ln() as f32,
+                a,
+                &Device::Cpu,
+            )?)?)
         };
-        Ok(Self { config: config.clone(), net, log_std, squash, normalizer: Normalizer::new(config.obs_dim, config.obs_clip) })
+        Ok(Self {
+            config: config.clone(),
+            net,
+            log_std,
+            squash,
+            normalizer: Normalizer::new(config.obs_dim, config.obs_clip),
+        })
     }
 
     fn head(&self, out: Tensor) -> Result<GaussianOut> {
@@ -176,7 +200,10 @@ impl Policy for GaussianMlp {
 
     fn distribution_detached(&self, obs: &Tensor) -> Result<GaussianOut> {
         let d = self.head(self.net.forward_detached(obs)?)?;
-        Ok(GaussianOut { mean: d.mean, log_std: d.log_std.detach() })
+        Ok(GaussianOut {
+            mean: d.mean,
+            log_std: d.log_std.detach(),
+        })
     }
 
     fn squashed(&self) -> bool {

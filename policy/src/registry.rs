@@ -27,10 +27,18 @@ impl Default for Registry {
     /// The built-in kinds: `gaussian_mlp` (state-independent log-std, PPO), `gaussian_mlp_state_std`
     /// (state-dependent log-std) and `squashed_gaussian_mlp` (state-dependent, tanh; SAC).
     fn default() -> Self {
-        let mut r = Self { kinds: BTreeMap::new() };
-        r.register("gaussian_mlp", |c, rng| Ok(Box::new(GaussianMlp::new(c, false, false, rng)?)));
-        r.register("gaussian_mlp_state_std", |c, rng| Ok(Box::new(GaussianMlp::new(c, true, false, rng)?)));
-        r.register("squashed_gaussian_mlp", |c, rng| Ok(Box::new(GaussianMlp::new(c, true, true, rng)?)));
+        let mut r = Self {
+            kinds: BTreeMap::new(),
+        };
+        r.register("gaussian_mlp", |c, rng| {
+            Ok(Box::new(GaussianMlp::new(c, false, false, rng)?))
+        });
+        r.register("gaussian_mlp_state_std", |c, rng| {
+            Ok(Box::new(GaussianMlp::new(c, true, false, rng)?))
+        });
+        r.register("squashed_gaussian_mlp", |c, rng| {
+            Ok(Box::new(GaussianMlp::new(c, true, true, rng)?))
+        });
         r
     }
 }
@@ -46,20 +54,27 @@ impl Registry {
 
     /// Builds a fresh policy of `config.kind` with weights drawn from `rng`.
     pub fn build(&self, config: &PolicyConfig, rng: &mut Rng) -> Result<Box<dyn Policy>> {
-        let ctor = self
-            .kinds
-            .get(&config.kind)
-            .ok_or_else(|| PolicyError::UnknownKind(config.kind.clone(), self.kinds().join(", ")))?;
+        let ctor = self.kinds.get(&config.kind).ok_or_else(|| {
+            PolicyError::UnknownKind(config.kind.clone(), self.kinds().join(", "))
+        })?;
         ctor(config, rng)
     }
 
     /// Tensors (parameters, then the normaliser) and metadata of a policy.
     pub fn to_parts(policy: &dyn Policy) -> Result<(Vec<(String, candle_core::Tensor)>, Metadata)> {
-        let mut tensors: Vec<(String, candle_core::Tensor)> =
-            policy.params().into_iter().map(|(n, v)| (n, v.as_tensor().clone())).collect();
+        let mut tensors: Vec<(String, candle_core::Tensor)> = policy
+            .params()
+            .into_iter()
+            .map(|(n, v)| (n, v.as_tensor().clone()))
+            .collect();
         tensors.extend(policy.normalizer().to_tensors(NORMALIZER)?);
-        let config = toml::to_string(policy.config()).map_err(|e| PolicyError::Config(e.to_string()))?;
-        let meta: Metadata = [(META_FORMAT.to_string(), FORMAT.to_string()), (META_CONFIG.to_string(), config)].into();
+        let config =
+            toml::to_string(policy.config()).map_err(|e| PolicyError::Config(e.to_string()))?;
+        let meta: Metadata = [
+            (META_FORMAT.to_string(), FORMAT.to_string()),
+            (META_CONFIG.to_string(), config),
+        ]
+        .into();
         Ok((tensors, meta))
     }
 
@@ -76,18 +91,31 @@ impl Registry {
         meta: &Metadata,
         path: &Path,
     ) -> Result<Box<dyn Policy>> {
-        let bad = |reason: String| PolicyError::BadFile { path: path.to_path_buf(), reason };
-        let text = meta.get(META_CONFIG).ok_or_else(|| bad(format!("no `{META_CONFIG}` metadata")))?;
-        let config: PolicyConfig = toml::from_str(text).map_err(|e| bad(format!("policy config: {e}")))?;
+        let bad = |reason: String| PolicyError::BadFile {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let text = meta
+            .get(META_CONFIG)
+            .ok_or_else(|| bad(format!("no `{META_CONFIG}` metadata")))?;
+        let config: PolicyConfig =
+            toml::from_str(text).map_err(|e| bad(format!("policy config: {e}")))?;
         let mut policy = self.build(&config, &mut Rng::seed_from_u64(0))?;
         for (name, var) in policy.params() {
             let t = get(&name).ok_or_else(|| bad(format!("missing tensor `{name}`")))?;
             if t.dims() != var.dims() {
-                return Err(bad(format!("tensor `{name}` has shape {:?}, expected {:?}", t.dims(), var.dims())));
+                return Err(bad(format!(
+                    "tensor `{name}` has shape {:?}, expected {:?}",
+                    t.dims(),
+                    var.dims()
+                )));
             }
             var.set(&t)?;
         }
-        policy.normalizer_mut().load_tensors(NORMALIZER, get).map_err(|e| bad(e.to_string()))?;
+        policy
+            .normalizer_mut()
+            .load_tensors(NORMALIZER, get)
+            .map_err(|e| bad(e.to_string()))?;
         Ok(policy)
     }
 
@@ -125,7 +153,11 @@ mod tests {
         let r = Registry::default();
         let mut rng = Rng::seed_from_u64(1);
         let x = Tensor::zeros((4, 3), candle_core::DType::F32, &Device::Cpu).unwrap();
-        for kind in ["gaussian_mlp", "gaussian_mlp_state_std", "squashed_gaussian_mlp"] {
+        for kind in [
+            "gaussian_mlp",
+            "gaussian_mlp_state_std",
+            "squashed_gaussian_mlp",
+        ] {
             let p = r.build(&cfg(kind), &mut rng).unwrap();
             let d = p.distribution(&x).unwrap();
             assert_eq!(d.mean.dims(), &[4, 2]);
@@ -135,8 +167,15 @@ mod tests {
             assert!((ls[0][0] - 0.5f32.ln()).abs() < 1e-5, "{kind}: {ls:?}");
             assert_eq!(p.squashed(), kind.starts_with("squashed"));
         }
-        let e = r.build(&cfg("transformer"), &mut rng).err().unwrap().to_string();
-        assert!(e.contains("transformer") && e.contains("gaussian_mlp"), "{e}");
+        let e = r
+            .build(&cfg("transformer"), &mut rng)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("transformer") && e.contains("gaussian_mlp"),
+            "{e}"
+        );
     }
 
     /// A new network type is one registration away.
@@ -156,8 +195,15 @@ mod tests {
         }
         fn distribution(&self, obs: &Tensor) -> Result<GaussianOut> {
             let b = obs.dim(0)?;
-            let mean = self.1.as_tensor().unsqueeze(0)?.broadcast_as((b, self.0.action_dim))?;
-            Ok(GaussianOut { log_std: mean.zeros_like()?, mean })
+            let mean = self
+                .1
+                .as_tensor()
+                .unsqueeze(0)?
+                .broadcast_as((b, self.0.action_dim))?;
+            Ok(GaussianOut {
+                log_std: mean.zeros_like()?,
+                mean,
+            })
         }
         fn distribution_detached(&self, obs: &Tensor) -> Result<GaussianOut> {
             self.distribution(obs)
@@ -169,13 +215,25 @@ mod tests {
         let mut r = Registry::default();
         r.register("constant", |c, _| {
             let v = Var::from_tensor(&Tensor::new(&[0.25f32, -0.75], &Device::Cpu)?)?;
-            Ok(Box::new(Constant(c.clone(), v, crate::Normalizer::new(c.obs_dim, c.obs_clip))))
+            Ok(Box::new(Constant(
+                c.clone(),
+                v,
+                crate::Normalizer::new(c.obs_dim, c.obs_clip),
+            )))
         });
-        let p = r.build(&cfg("constant"), &mut Rng::seed_from_u64(0)).unwrap();
-        assert_eq!(p.deterministic(&[1.0, 2.0, 3.0]).unwrap(), vec![0.25, -0.75]);
+        let p = r
+            .build(&cfg("constant"), &mut Rng::seed_from_u64(0))
+            .unwrap();
+        assert_eq!(
+            p.deterministic(&[1.0, 2.0, 3.0]).unwrap(),
+            vec![0.25, -0.75]
+        );
         let dir = std::env::temp_dir().join(format!("clawrl-reg-{}", std::process::id()));
         let path = dir.join("p.safetensors");
-        p.params()[0].1.set(&Tensor::new(&[1.5f32, 2.5], &Device::Cpu).unwrap()).unwrap();
+        p.params()[0]
+            .1
+            .set(&Tensor::new(&[1.5f32, 2.5], &Device::Cpu).unwrap())
+            .unwrap();
         Registry::save(p.as_ref(), &path).unwrap();
         let q = r.load(&path).unwrap();
         assert_eq!(q.deterministic(&[0.0, 0.0, 0.0]).unwrap(), vec![1.5, 2.5]);
@@ -188,7 +246,9 @@ mod tests {
     #[test]
     fn saved_gaussian_policy_acts_identically_after_load() {
         let r = Registry::default();
-        let mut p = r.build(&cfg("squashed_gaussian_mlp"), &mut Rng::seed_from_u64(3)).unwrap();
+        let mut p = r
+            .build(&cfg("squashed_gaussian_mlp"), &mut Rng::seed_from_u64(3))
+            .unwrap();
         p.normalizer_mut().update(&[1.0, 2.0, 3.0, 4.0, -5.0, 6.0]);
         let obs = [0.5, -1.0, 2.0, 1.0, 1.0, 1.0];
         let before = p.deterministic(&obs).unwrap();

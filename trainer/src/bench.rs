@@ -16,7 +16,11 @@ use crate::task::make_envs;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() { f64::NAN } else { v[v.len() / 2] }
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
 }
 
 /// Raw stepping rate of the run's environments (env steps/s), random actions in [-1, 1].
@@ -27,8 +31,13 @@ pub fn raw_env_rate(cfg: &TrainConfig, steps: usize) -> Result<f64> {
     let mut venv = VecEnv::new(envs, r.env_threads, r.seed);
     venv.reset();
     let mut rng = Rng::seed_from_u64(0);
-    let actions: Vec<Vec<f32>> =
-        (0..16).map(|_| (0..r.num_envs * na).map(|_| rng.random_range(-1.0f32..=1.0)).collect()).collect();
+    let actions: Vec<Vec<f32>> = (0..16)
+        .map(|_| {
+            (0..r.num_envs * na)
+                .map(|_| rng.random_range(-1.0f32..=1.0))
+                .collect()
+        })
+        .collect();
     let t = Instant::now();
     for k in 0..steps {
         venv.step(&actions[k % actions.len()])?;
@@ -37,7 +46,12 @@ pub fn raw_env_rate(cfg: &TrainConfig, steps: usize) -> Result<f64> {
 }
 
 /// Mean seconds of one candle forward pass of an MLP `dims` at `batch` rows.
-pub fn forward_time(dims: &[usize], activation: Activation, batch: usize, reps: usize) -> Result<f64> {
+pub fn forward_time(
+    dims: &[usize],
+    activation: Activation,
+    batch: usize,
+    reps: usize,
+) -> Result<f64> {
     let net = Mlp::new("b", dims, activation, 1.0, &mut Rng::seed_from_u64(0))?;
     let x = Tensor::ones((batch, dims[0]), candle_core::DType::F32, &Device::Cpu)?;
     let _ = net.forward_detached(&x)?.to_vec2::<f32>()?;
@@ -51,7 +65,12 @@ pub fn forward_time(dims: &[usize], activation: Activation, batch: usize, reps: 
 pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<String> {
     clawrl_policy::init_candle_threads(cfg.run.run.candle_threads);
     let r = &cfg.run.run;
-    let steps_per_iter = cfg.ppo.as_ref().map(|p| p.num_steps_per_env).or(cfg.sac.as_ref().map(|s| s.num_steps_per_env)).unwrap_or(24);
+    let steps_per_iter = cfg
+        .ppo
+        .as_ref()
+        .map(|p| p.num_steps_per_env)
+        .or(cfg.sac.as_ref().map(|s| s.num_steps_per_env))
+        .unwrap_or(24);
     let mut raw = Vec::new();
     let mut loop_rates = Vec::new();
     let (mut phys, mut pol, mut upd) = (Vec::new(), Vec::new(), Vec::new());
@@ -65,9 +84,19 @@ pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<Strin
         let mut runner = Runner::new(c, &dir)?;
         runner.train(&mut NoHooks)?;
         let m = &runner.metrics;
-        let col = |k: &str| m.column(k).unwrap_or_default().into_iter().skip(1).collect::<Vec<f64>>();
+        let col = |k: &str| {
+            m.column(k)
+                .unwrap_or_default()
+                .into_iter()
+                .skip(1)
+                .collect::<Vec<f64>>()
+        };
         let steps: f64 = (iterations * r.num_envs * steps_per_iter) as f64;
-        let (tp, tq, tu) = (col("t_physics").iter().sum::<f64>(), col("t_policy").iter().sum::<f64>(), col("t_update").iter().sum::<f64>());
+        let (tp, tq, tu) = (
+            col("t_physics").iter().sum::<f64>(),
+            col("t_policy").iter().sum::<f64>(),
+            col("t_update").iter().sum::<f64>(),
+        );
         loop_rates.push(steps / (tp + tq + tu));
         phys.push(tp / (tp + tq + tu));
         pol.push(tq / (tp + tq + tu));
@@ -103,7 +132,11 @@ pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<Strin
     dims.push(spec.action_dim);
     for act in [Activation::Elu, Activation::Relu, Activation::Tanh] {
         let t = forward_time(&dims, act, r.num_envs, 200)?;
-        out += &format!("| candle actor forward {dims:?} {act:?}, batch {} | {:.1} us |\n", r.num_envs, t * 1e6);
+        out += &format!(
+            "| candle actor forward {dims:?} {act:?}, batch {} | {:.1} us |\n",
+            r.num_envs,
+            t * 1e6
+        );
     }
     Ok(out)
 }

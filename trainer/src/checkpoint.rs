@@ -14,13 +14,18 @@ use rand::SeedableRng;
 pub const DIR: &str = "checkpoints";
 
 pub fn path_for(out_dir: &Path, iteration: usize) -> PathBuf {
-    out_dir.join(DIR).join(format!("ckpt_{iteration:08}.safetensors"))
+    out_dir
+        .join(DIR)
+        .join(format!("ckpt_{iteration:08}.safetensors"))
 }
 
 /// Iteration number of a checkpoint file name, if it is one.
 fn iteration_of(p: &Path) -> Option<usize> {
     let name = p.file_name()?.to_str()?;
-    name.strip_prefix("ckpt_")?.strip_suffix(".safetensors")?.parse().ok()
+    name.strip_prefix("ckpt_")?
+        .strip_suffix(".safetensors")?
+        .parse()
+        .ok()
 }
 
 /// Checkpoint files of a run, oldest first (temporary files are ignored).
@@ -48,9 +53,16 @@ pub fn find(path: &Path) -> Result<PathBuf> {
     latest(path).with_context(|| format!("no checkpoint in {}", path.join(DIR).display()))
 }
 
-pub fn save(out_dir: &Path, iteration: usize, tensors: &[(String, Tensor)], meta: &Metadata, keep: usize) -> Result<PathBuf> {
+pub fn save(
+    out_dir: &Path,
+    iteration: usize,
+    tensors: &[(String, Tensor)],
+    meta: &Metadata,
+    keep: usize,
+) -> Result<PathBuf> {
     let path = path_for(out_dir, iteration);
-    io::save(&path, tensors, meta).with_context(|| format!("writing checkpoint {}", path.display()))?;
+    io::save(&path, tensors, meta)
+        .with_context(|| format!("writing checkpoint {}", path.display()))?;
     let all = list(out_dir);
     if all.len() > keep {
         for (_, old) in &all[..all.len() - keep] {
@@ -72,7 +84,10 @@ pub fn rng_to_string(rng: &Rng) -> String {
 
 pub fn rng_from_string(s: &str) -> Result<Rng> {
     let parts: Vec<&str> = s.split(':').collect();
-    anyhow::ensure!(parts.len() == 3 && parts[0].len() == 64, "bad RNG state `{s}`");
+    anyhow::ensure!(
+        parts.len() == 3 && parts[0].len() == 64,
+        "bad RNG state `{s}`"
+    );
     let mut seed = [0u8; 32];
     for (i, b) in seed.iter_mut().enumerate() {
         *b = u8::from_str_radix(&parts[0][2 * i..2 * i + 2], 16)?;
@@ -103,12 +118,19 @@ mod tests {
     #[test]
     fn keeps_the_newest_and_ignores_temporaries() {
         let dir = std::env::temp_dir().join(format!("clawrl-ckpt-{}", std::process::id()));
-        let t = vec![("x".to_string(), Tensor::new(&[1.0f32], &candle_core::Device::Cpu).unwrap())];
+        let t = vec![(
+            "x".to_string(),
+            Tensor::new(&[1.0f32], &candle_core::Device::Cpu).unwrap(),
+        )];
         for it in [5, 10, 15] {
             save(&dir, it, &t, &Metadata::new(), 2).unwrap();
         }
         // A temporary left by a killed writer is not a checkpoint.
-        std::fs::write(dir.join(DIR).join(".ckpt_00000020.safetensors.tmp-1"), b"partial").unwrap();
+        std::fs::write(
+            dir.join(DIR).join(".ckpt_00000020.safetensors.tmp-1"),
+            b"partial",
+        )
+        .unwrap();
         let its: Vec<usize> = list(&dir).into_iter().map(|(i, _)| i).collect();
         assert_eq!(its, vec![10, 15]);
         assert_eq!(find(&dir).unwrap(), path_for(&dir, 15));

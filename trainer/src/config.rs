@@ -73,13 +73,22 @@ impl Validate for RunConfig {
     fn validate(&self) -> Result<(), KeyError> {
         let r = &self.run;
         if !TASKS.contains(&r.task.as_str()) {
-            return Err(KeyError::new("run.task", format!("`{}` is not one of {TASKS:?}", r.task)));
+            return Err(KeyError::new(
+                "run.task",
+                format!("`{}` is not one of {TASKS:?}", r.task),
+            ));
         }
         if r.task.starts_with("quadruped") && r.task_config.is_empty() {
-            return Err(KeyError::new("run.task_config", "quadruped tasks need a task file"));
+            return Err(KeyError::new(
+                "run.task_config",
+                "quadruped tasks need a task file",
+            ));
         }
         if !["ppo", "sac"].contains(&r.algorithm.as_str()) {
-            return Err(KeyError::new("run.algorithm", format!("`{}` is not `ppo` or `sac`", r.algorithm)));
+            return Err(KeyError::new(
+                "run.algorithm",
+                format!("`{}` is not `ppo` or `sac`", r.algorithm),
+            ));
         }
         check_range("run.num_envs", r.num_envs, 1, 65536)?;
         check_range("run.env_threads", r.env_threads, 1, 256)?;
@@ -92,10 +101,16 @@ impl Validate for RunConfig {
         }
         let p = &self.policy;
         if p.actor_hidden.is_empty() || p.actor_hidden.contains(&0) {
-            return Err(KeyError::new("policy.actor_hidden", "needs at least one positive layer size"));
+            return Err(KeyError::new(
+                "policy.actor_hidden",
+                "needs at least one positive layer size",
+            ));
         }
         if p.critic_hidden.is_empty() || p.critic_hidden.contains(&0) {
-            return Err(KeyError::new("policy.critic_hidden", "needs at least one positive layer size"));
+            return Err(KeyError::new(
+                "policy.critic_hidden",
+                "needs at least one positive layer size",
+            ));
         }
         check_range("policy.init_std", p.init_std, 1e-4, 10.0)?;
         check_range("policy.obs_clip", p.obs_clip, 0.1, 1e6)?;
@@ -150,11 +165,19 @@ impl Validate for PpoFile {
         check_range("ppo.learning_rate", p.learning_rate, 1e-8, 1.0)?;
         check_range("ppo.max_grad_norm", p.max_grad_norm, 1e-6, 1e6)?;
         if !["adaptive", "fixed"].contains(&p.schedule.as_str()) {
-            return Err(KeyError::new("ppo.schedule", format!("`{}` is not `adaptive` or `fixed`", p.schedule)));
+            return Err(KeyError::new(
+                "ppo.schedule",
+                format!("`{}` is not `adaptive` or `fixed`", p.schedule),
+            ));
         }
         check_range("ppo.desired_kl", p.desired_kl, 1e-6, 10.0)?;
         check_range("ppo.min_learning_rate", p.min_learning_rate, 1e-10, 1.0)?;
-        check_range("ppo.max_learning_rate", p.max_learning_rate, p.min_learning_rate, 1.0)?;
+        check_range(
+            "ppo.max_learning_rate",
+            p.max_learning_rate,
+            p.min_learning_rate,
+            1.0,
+        )?;
         Ok(())
     }
 }
@@ -193,17 +216,32 @@ impl Validate for SacFile {
     fn validate(&self) -> Result<(), KeyError> {
         let s = &self.sac;
         check_range("sac.num_steps_per_env", s.num_steps_per_env, 1, 100_000)?;
-        check_range("sac.updates_per_iteration", s.updates_per_iteration, 1, 1_000_000)?;
+        check_range(
+            "sac.updates_per_iteration",
+            s.updates_per_iteration,
+            1,
+            1_000_000,
+        )?;
         check_range("sac.buffer_size", s.buffer_size, 1, 100_000_000)?;
         check_range("sac.batch_size", s.batch_size, 1, s.buffer_size)?;
         check_range("sac.learning_starts", s.learning_starts, 0, s.buffer_size)?;
         check_range("sac.gamma", s.gamma, 0.0, 1.0)?;
         check_range("sac.tau", s.tau, 0.0, 1.0)?;
         check_range("sac.actor_learning_rate", s.actor_learning_rate, 1e-8, 1.0)?;
-        check_range("sac.critic_learning_rate", s.critic_learning_rate, 1e-8, 1.0)?;
+        check_range(
+            "sac.critic_learning_rate",
+            s.critic_learning_rate,
+            1e-8,
+            1.0,
+        )?;
         check_range("sac.alpha_learning_rate", s.alpha_learning_rate, 0.0, 1.0)?;
         check_range("sac.init_alpha", s.init_alpha, 1e-8, 100.0)?;
-        check_range("sac.target_entropy_scale", s.target_entropy_scale, -10.0, 10.0)?;
+        check_range(
+            "sac.target_entropy_scale",
+            s.target_entropy_scale,
+            -10.0,
+            10.0,
+        )?;
         check_range("sac.max_grad_norm", s.max_grad_norm, 1e-6, 1e6)?;
         Ok(())
     }
@@ -230,14 +268,21 @@ pub fn resolve(path: &str, run_file: &Path) -> PathBuf {
     if p.is_absolute() || p.exists() {
         return p;
     }
-    match run_file.parent().and_then(Path::parent).and_then(Path::parent) {
+    match run_file
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+    {
         Some(root) if root.join(&p).exists() => root.join(p),
         _ => p,
     }
 }
 
 /// Loads a run file and its algorithm file with `--set` overrides routed by prefix.
-pub fn load_train_config(run_file: &Path, overrides: &[String]) -> Result<TrainConfig, ConfigError> {
+pub fn load_train_config(
+    run_file: &Path,
+    overrides: &[String],
+) -> Result<TrainConfig, ConfigError> {
     let (mut run_o, mut algo_o, mut task_o) = (Vec::new(), Vec::new(), Vec::new());
     for o in overrides {
         let key = o.split('=').next().unwrap_or("").trim();
@@ -256,5 +301,11 @@ pub fn load_train_config(run_file: &Path, overrides: &[String]) -> Result<TrainC
         "ppo" => ppo = Some(clawrl_config::load::<PpoFile>(&algo_file, &all_algo)?.ppo),
         _ => sac = Some(clawrl_config::load::<SacFile>(&algo_file, &all_algo)?.sac),
     }
-    Ok(TrainConfig { run, ppo, sac, task_overrides: task_o, source: run_file.to_path_buf() })
+    Ok(TrainConfig {
+        run,
+        ppo,
+        sac,
+        task_overrides: task_o,
+        source: run_file.to_path_buf(),
+    })
 }

@@ -27,7 +27,15 @@ pub struct EvalOptions {
 
 impl Default for EvalOptions {
     fn default() -> Self {
-        Self { episodes: 100, num_envs: 16, threads: 2, seed: 12345, command: None, gait_seconds: 4.0, gait_plot: None }
+        Self {
+            episodes: 100,
+            num_envs: 16,
+            threads: 2,
+            seed: 12345,
+            command: None,
+            gait_seconds: 4.0,
+            gait_plot: None,
+        }
     }
 }
 
@@ -137,7 +145,11 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
             env.set_command(c)?;
         }
         let t = env.telemetry();
-        *st = Running { start: [t.base_pos[0], t.base_pos[1]], active: true, ..Default::default() };
+        *st = Running {
+            start: [t.base_pos[0], t.base_pos[1]],
+            active: true,
+            ..Default::default()
+        };
         Ok(())
     };
     for (i, env) in envs.iter_mut().enumerate() {
@@ -153,12 +165,18 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
         let actions = policy.deterministic(&obs)?;
         let chunk = m.div_ceil(opts.threads.max(1));
         std::thread::scope(|s| {
-            for ((envs, res), (acts, st)) in
-                envs.chunks_mut(chunk).zip(results.chunks_mut(chunk)).zip(actions.chunks(chunk * na).zip(state.chunks(chunk)))
+            for ((envs, res), (acts, st)) in envs
+                .chunks_mut(chunk)
+                .zip(results.chunks_mut(chunk))
+                .zip(actions.chunks(chunk * na).zip(state.chunks(chunk)))
             {
                 s.spawn(move || {
                     for (k, env) in envs.iter_mut().enumerate() {
-                        res[k] = if st[k].active { env.step_in_place(&acts[k * na..(k + 1) * na]).ok() } else { None };
+                        res[k] = if st[k].active {
+                            env.step_in_place(&acts[k * na..(k + 1) * na]).ok()
+                        } else {
+                            None
+                        };
                     }
                 });
             }
@@ -167,7 +185,8 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
             if !state[i].active {
                 continue;
             }
-            let (reward, terminated, truncated) = results[i].ok_or_else(|| anyhow::anyhow!("environment {i} refused the policy's action"))?;
+            let (reward, terminated, truncated) = results[i]
+                .ok_or_else(|| anyhow::anyhow!("environment {i} refused the policy's action"))?;
             let t = envs[i].telemetry();
             let st = &mut state[i];
             st.ret += f64::from(reward);
@@ -175,7 +194,8 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
             st.speed += t.base_lin_vel[0];
             if t.command.len() >= 2 {
                 let (cx, cy) = (f64::from(t.command[0]), f64::from(t.command[1]));
-                st.err += ((t.base_lin_vel[0] - cx).powi(2) + (t.base_lin_vel[1] - cy).powi(2)).sqrt();
+                st.err +=
+                    ((t.base_lin_vel[0] - cx).powi(2) + (t.base_lin_vel[1] - cy).powi(2)).sqrt();
                 st.cmd += cx;
             } else {
                 st.err = f64::NAN;
@@ -201,7 +221,9 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
                     tracking_error: st.err / n,
                     forward_speed: st.speed / n,
                     command_speed: st.cmd / n,
-                    distance: ((t.base_pos[0] - st.start[0]).powi(2) + (t.base_pos[1] - st.start[1]).powi(2)).sqrt(),
+                    distance: ((t.base_pos[0] - st.start[0]).powi(2)
+                        + (t.base_pos[1] - st.start[1]).powi(2))
+                    .sqrt(),
                 });
                 if started < opts.episodes {
                     start_episode(&mut envs[i], started, &mut state[i])?;
@@ -214,7 +236,14 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
     }
     if let Some(path) = &opts.gait_plot {
         let names = envs[0].spec().action_names.clone();
-        crate::metrics::plot_gait(&gait.time, &gait.joints, &gait.contacts, &names, path, &format!("gait: {}", cfg.run.run.task))?;
+        crate::metrics::plot_gait(
+            &gait.time,
+            &gait.joints,
+            &gait.contacts,
+            &names,
+            path,
+            &format!("gait: {}", cfg.run.run.task),
+        )?;
     }
     report.gait = Some(gait);
     Ok(report)

@@ -9,7 +9,11 @@ use clawrl_trainer::metrics::{Metrics, plot_curves};
 use clawrl_trainer::{Runner, checkpoint, load_train_config};
 
 #[derive(Parser)]
-#[command(name = "clawrl", version, about = "clawrl desktop trainer for the claw-foot quadruped")]
+#[command(
+    name = "clawrl",
+    version,
+    about = "clawrl desktop trainer for the claw-foot quadruped"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -92,10 +96,12 @@ enum Command {
 }
 
 fn main() {
-    // candle reads RAYON_NUM_THREADS on every matmul; set it before any candle op.
-    clawrl_policy::init_candle_threads(1);
+    // candle reads RAYON_NUM_THREADS on every matmul: `train` and `bench` set it from
+    // `run.candle_threads` (when unset) before any candle op, the other commands to 1.
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     if let Err(e) = run(Cli::parse()) {
@@ -106,7 +112,13 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Train { config, set, resume, out, no_progress } => {
+        Command::Train {
+            config,
+            set,
+            resume,
+            out,
+            no_progress,
+        } => {
             let mut runner = match resume {
                 Some(dir) => Runner::resume(&dir, &set)?,
                 None => {
@@ -116,20 +128,54 @@ fn run(cli: Cli) -> Result<()> {
                 }
             };
             runner.progress = !no_progress;
-            tracing::info!("training into {} (RAYON_NUM_THREADS={})", runner.out_dir.display(), std::env::var("RAYON_NUM_THREADS").unwrap_or_default());
+            tracing::info!(
+                "training into {} (RAYON_NUM_THREADS={})",
+                runner.out_dir.display(),
+                std::env::var("RAYON_NUM_THREADS").unwrap_or_default()
+            );
             let s = runner.train(&mut NoHooks)?;
             println!(
                 "done: {} iterations, {} env steps in {:.1} s ({:.0} steps/s last iteration); mean return {:.3}, episode length {:.1}\noutputs: {}/{{metrics.csv,curves.png,policy.safetensors,checkpoints/}}",
-                s.iterations, s.env_steps, s.wall_s, s.steps_per_s, s.mean_return, s.mean_episode_length, runner.out_dir.display()
+                s.iterations,
+                s.env_steps,
+                s.wall_s,
+                s.steps_per_s,
+                s.mean_return,
+                s.mean_episode_length,
+                runner.out_dir.display()
             );
         }
-        Command::Eval { checkpoint: ck, episodes, command, gait_plot, gait_seconds, seed, num_envs, threads } => {
+        Command::Eval {
+            checkpoint: ck,
+            episodes,
+            command,
+            gait_plot,
+            gait_seconds,
+            seed,
+            num_envs,
+            threads,
+        } => {
+            clawrl_policy::init_candle_threads(1);
             let path = checkpoint::find(&ck)?;
             let (tensors, meta) = checkpoint::load(&path)?;
-            let text = meta.get(clawrl_trainer::runner::META_TRAIN_CONFIG).context("checkpoint lacks its train config")?;
+            let text = meta
+                .get(clawrl_trainer::runner::META_TRAIN_CONFIG)
+                .context("checkpoint lacks its train config")?;
             let cfg: clawrl_trainer::TrainConfig = toml::from_str(text)?;
-            let policy = clawrl_policy::Registry::default().from_parts(&|k| tensors.get(k).cloned(), &meta, &path)?;
-            let opts = EvalOptions { episodes, num_envs, threads, seed, command, gait_seconds, gait_plot: gait_plot.clone() };
+            let policy = clawrl_policy::Registry::default().from_parts(
+                &|k| tensors.get(k).cloned(),
+                &meta,
+                &path,
+            )?;
+            let opts = EvalOptions {
+                episodes,
+                num_envs,
+                threads,
+                seed,
+                command,
+                gait_seconds,
+                gait_plot: gait_plot.clone(),
+            };
             let report = evaluate(&cfg, policy.as_ref(), &opts)?;
             println!("checkpoint {}\n{}", path.display(), report.text());
             if let Some(p) = gait_plot {
@@ -138,16 +184,30 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Plot { run, out } => {
             let csv = run.join("metrics.csv");
-            let text = std::fs::read_to_string(&csv).with_context(|| format!("reading {}", csv.display()))?;
+            let text = std::fs::read_to_string(&csv)
+                .with_context(|| format!("reading {}", csv.display()))?;
             let m = Metrics::from_csv(&text)?;
             let out = out.unwrap_or_else(|| run.join("curves.png"));
             plot_curves(&m, &out, &run.display().to_string())?;
             println!("{}", out.display());
         }
-        Command::Simulate { task_config, set, seconds, seed } => {
-            println!("{}", clawrl_trainer::task::simulate_report(&task_config, &set, seconds, seed)?);
+        Command::Simulate {
+            task_config,
+            set,
+            seconds,
+            seed,
+        } => {
+            println!(
+                "{}",
+                clawrl_trainer::task::simulate_report(&task_config, &set, seconds, seed)?
+            );
         }
-        Command::Bench { config, set, iterations, repeats } => {
+        Command::Bench {
+            config,
+            set,
+            iterations,
+            repeats,
+        } => {
             let cfg = load_train_config(&config, &set)?;
             println!("{}", clawrl_trainer::bench::run(&cfg, iterations, repeats)?);
         }

@@ -30,7 +30,8 @@ impl Metrics {
             self.columns = row.iter().map(|(k, _)| k.to_string()).collect();
         }
         anyhow::ensure!(
-            row.len() == self.columns.len() && row.iter().zip(&self.columns).all(|((k, _), c)| k == c),
+            row.len() == self.columns.len()
+                && row.iter().zip(&self.columns).all(|((k, _), c)| k == c),
             "metrics row has different columns"
         );
         self.rows.push(row.iter().map(|(_, v)| *v).collect());
@@ -47,7 +48,10 @@ impl Metrics {
     }
 
     pub fn row_line(row: &[f64]) -> String {
-        row.iter().map(|v| format!("{v}")).collect::<Vec<_>>().join(",")
+        row.iter()
+            .map(|v| format!("{v}"))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     pub fn to_csv(&self) -> String {
@@ -62,7 +66,9 @@ impl Metrics {
 
     pub fn from_csv(text: &str) -> Result<Self> {
         let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        let Some(header) = lines.next() else { return Ok(Self::default()) };
+        let Some(header) = lines.next() else {
+            return Ok(Self::default());
+        };
         let columns: Vec<String> = header.split(',').map(|s| s.trim().to_string()).collect();
         let mut rows = Vec::new();
         for (i, l) in lines.enumerate() {
@@ -71,7 +77,13 @@ impl Metrics {
                 .map(|v| v.trim().parse::<f64>())
                 .collect::<Result<_, _>>()
                 .with_context(|| format!("metrics line {}: not numbers", i + 2))?;
-            anyhow::ensure!(row.len() == columns.len(), "metrics line {} has {} values, expected {}", i + 2, row.len(), columns.len());
+            anyhow::ensure!(
+                row.len() == columns.len(),
+                "metrics line {} has {} values, expected {}",
+                i + 2,
+                row.len(),
+                columns.len()
+            );
             rows.push(row);
         }
         Ok(Self { columns, rows })
@@ -79,9 +91,15 @@ impl Metrics {
 
     /// Appends the last row to `path` (writing the header first when the file is new).
     pub fn append_last(&self, path: &Path) -> Result<()> {
-        let Some(last) = self.rows.last() else { return Ok(()) };
+        let Some(last) = self.rows.last() else {
+            return Ok(());
+        };
         let new = !path.exists();
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).with_context(|| format!("open {}", path.display()))?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("open {}", path.display()))?;
         if new {
             writeln!(f, "{}", self.header())?;
         }
@@ -112,10 +130,31 @@ fn finite_range(v: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
 pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
     register_font();
     let fixed = ["mean_return", "mean_episode_length", "steps_per_s"];
-    let skip = ["iteration", "env_steps", "wall_s", "episodes", "t_physics", "t_policy", "t_update"];
-    let mut panels: Vec<&str> = fixed.iter().copied().filter(|c| m.columns.iter().any(|x| x == c)).collect();
-    panels.extend(m.columns.iter().map(String::as_str).filter(|c| !fixed.contains(c) && !skip.contains(c)).take(6));
-    let x = m.column("env_steps").or_else(|| m.column("iteration")).unwrap_or_default();
+    let skip = [
+        "iteration",
+        "env_steps",
+        "wall_s",
+        "episodes",
+        "t_physics",
+        "t_policy",
+        "t_update",
+    ];
+    let mut panels: Vec<&str> = fixed
+        .iter()
+        .copied()
+        .filter(|c| m.columns.iter().any(|x| x == c))
+        .collect();
+    panels.extend(
+        m.columns
+            .iter()
+            .map(String::as_str)
+            .filter(|c| !fixed.contains(c) && !skip.contains(c))
+            .take(6),
+    );
+    let x = m
+        .column("env_steps")
+        .or_else(|| m.column("iteration"))
+        .unwrap_or_default();
     let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
         let root = BitMapBackend::new(path, (1500, 900)).into_drawing_area();
         root.fill(&WHITE)?;
@@ -125,8 +164,16 @@ pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
         let areas = root.split_evenly((rows, cols));
         for (area, name) in areas.iter().zip(&panels) {
             let y = m.column(name).unwrap_or_default();
-            let pts: Vec<(f64, f64)> = x.iter().copied().zip(y).filter(|(a, b)| a.is_finite() && b.is_finite()).collect();
-            let (Some((x0, x1)), Some((y0, y1))) = (finite_range(pts.iter().map(|p| p.0)), finite_range(pts.iter().map(|p| p.1))) else {
+            let pts: Vec<(f64, f64)> = x
+                .iter()
+                .copied()
+                .zip(y)
+                .filter(|(a, b)| a.is_finite() && b.is_finite())
+                .collect();
+            let (Some((x0, x1)), Some((y0, y1))) = (
+                finite_range(pts.iter().map(|p| p.0)),
+                finite_range(pts.iter().map(|p| p.1)),
+            ) else {
                 continue;
             };
             let mut chart = ChartBuilder::on(area)
@@ -135,7 +182,13 @@ pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
                 .x_label_area_size(30)
                 .y_label_area_size(60)
                 .build_cartesian_2d(x0..x1, y0..y1)?;
-            chart.configure_mesh().x_desc("env steps").x_labels(5).y_labels(6).label_style(("sans-serif", 12)).draw()?;
+            chart
+                .configure_mesh()
+                .x_desc("env steps")
+                .x_labels(5)
+                .y_labels(6)
+                .label_style(("sans-serif", 12))
+                .draw()?;
             chart.draw_series(LineSeries::new(pts, &BLUE))?;
         }
         root.present()?;
@@ -145,7 +198,14 @@ pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
 }
 
 /// Gait diagram: joint angles over time (top) and foot contacts as bars (bottom).
-pub fn plot_gait(time: &[f64], joints: &[Vec<f64>], contacts: &[Vec<bool>], joint_names: &[String], path: &Path, title: &str) -> Result<()> {
+pub fn plot_gait(
+    time: &[f64],
+    joints: &[Vec<f64>],
+    contacts: &[Vec<bool>],
+    joint_names: &[String],
+    path: &Path,
+    title: &str,
+) -> Result<()> {
     register_font();
     let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
         let root = BitMapBackend::new(path, (1400, 900)).into_drawing_area();
@@ -161,18 +221,33 @@ pub fn plot_gait(time: &[f64], joints: &[Vec<f64>], contacts: &[Vec<bool>], join
             .x_label_area_size(30)
             .y_label_area_size(50)
             .build_cartesian_2d(t0..t1, y0..y1)?;
-        chart.configure_mesh().x_desc("time (s)").label_style(("sans-serif", 12)).draw()?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .label_style(("sans-serif", 12))
+            .draw()?;
         let nj = joints.first().map(Vec::len).unwrap_or(0);
         for j in 0..nj {
             let color = Palette99::pick(j).to_rgba();
-            let name = joint_names.get(j).cloned().unwrap_or_else(|| format!("joint {j}"));
+            let name = joint_names
+                .get(j)
+                .cloned()
+                .unwrap_or_else(|| format!("joint {j}"));
             chart
-                .draw_series(LineSeries::new(time.iter().zip(joints).map(|(&t, q)| (t, q[j])), color.stroke_width(2)))?
+                .draw_series(LineSeries::new(
+                    time.iter().zip(joints).map(|(&t, q)| (t, q[j])),
+                    color.stroke_width(2),
+                ))?
                 .label(name)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
         }
         if nj > 0 {
-            chart.configure_series_labels().label_font(("sans-serif", 11)).background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+            chart
+                .configure_series_labels()
+                .label_font(("sans-serif", 11))
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()?;
         }
         let nf = contacts.first().map(Vec::len).unwrap_or(0).max(1);
         let mut chart = ChartBuilder::on(&bottom)
@@ -181,13 +256,30 @@ pub fn plot_gait(time: &[f64], joints: &[Vec<f64>], contacts: &[Vec<bool>], join
             .x_label_area_size(30)
             .y_label_area_size(50)
             .build_cartesian_2d(t0..t1, 0.0..nf as f64)?;
-        chart.configure_mesh().x_desc("time (s)").y_desc("foot").label_style(("sans-serif", 12)).draw()?;
-        let dt = if time.len() > 1 { time[1] - time[0] } else { 0.02 };
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("foot")
+            .label_style(("sans-serif", 12))
+            .draw()?;
+        let dt = if time.len() > 1 {
+            time[1] - time[0]
+        } else {
+            0.02
+        };
         for f in 0..nf {
             let color = Palette99::pick(f).to_rgba();
-            chart.draw_series(time.iter().zip(contacts).filter(|(_, c)| c.get(f).copied().unwrap_or(false)).map(|(&t, _)| {
-                Rectangle::new([(t, f as f64 + 0.1), (t + dt, f as f64 + 0.9)], color.filled())
-            }))?;
+            chart.draw_series(
+                time.iter()
+                    .zip(contacts)
+                    .filter(|(_, c)| c.get(f).copied().unwrap_or(false))
+                    .map(|(&t, _)| {
+                        Rectangle::new(
+                            [(t, f as f64 + 0.1), (t + dt, f as f64 + 0.9)],
+                            color.filled(),
+                        )
+                    }),
+            )?;
         }
         root.present()?;
         Ok(())
@@ -204,12 +296,21 @@ mod tests {
         let mut m = Metrics::default();
         for i in 0..5 {
             let v = f64::from(i);
-            m.push(&[("iteration", v), ("env_steps", 100.0 * v), ("mean_return", v * v), ("value_loss", f64::NAN)]).unwrap();
+            m.push(&[
+                ("iteration", v),
+                ("env_steps", 100.0 * v),
+                ("mean_return", v * v),
+                ("value_loss", f64::NAN),
+            ])
+            .unwrap();
         }
         assert!(m.push(&[("iteration", 1.0)]).is_err());
         let back = Metrics::from_csv(&m.to_csv()).unwrap();
         assert_eq!(back.columns, m.columns);
-        assert_eq!(back.column("mean_return").unwrap(), vec![0.0, 1.0, 4.0, 9.0, 16.0]);
+        assert_eq!(
+            back.column("mean_return").unwrap(),
+            vec![0.0, 1.0, 4.0, 9.0, 16.0]
+        );
         assert!(back.column("value_loss").unwrap()[0].is_nan());
         let dir = std::env::temp_dir().join(format!("clawrl-metrics-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -8,7 +8,11 @@ use candle_core::{Device, Tensor, Var};
 
 /// Global L2 norm of the gradients of `params`; when it exceeds `max_norm` every gradient is
 /// scaled by `max_norm / norm` in the store. Returns the norm before clipping.
-pub fn clip_grad_norm(grads: &mut GradStore, params: &[(String, Var)], max_norm: f64) -> Result<f64> {
+pub fn clip_grad_norm(
+    grads: &mut GradStore,
+    params: &[(String, Var)],
+    max_norm: f64,
+) -> Result<f64> {
     let mut sq = 0.0f64;
     for (_, v) in params {
         if let Some(g) = grads.get(v.as_tensor()) {
@@ -41,8 +45,20 @@ pub struct Adam {
 
 impl Adam {
     pub fn new(params: Vec<(String, Var)>, lr: f64) -> Self {
-        let m = params.iter().map(|(_, p)| vec![0.0; p.elem_count()]).collect::<Vec<_>>();
-        Self { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8, step: 0, v: m.clone(), m, params }
+        let m = params
+            .iter()
+            .map(|(_, p)| vec![0.0; p.elem_count()])
+            .collect::<Vec<_>>();
+        Self {
+            lr,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            step: 0,
+            v: m.clone(),
+            m,
+            params,
+        }
     }
 
     pub fn params(&self) -> &[(String, Var)] {
@@ -89,24 +105,43 @@ impl Adam {
     pub fn state_tensors(&self, prefix: &str) -> Result<Vec<(String, Tensor)>> {
         let dev = &Device::Cpu;
         let mut out = vec![
-            (format!("{prefix}.step"), Tensor::from_slice(&[self.step as f64], 1, dev)?),
-            (format!("{prefix}.lr"), Tensor::from_slice(&[self.lr], 1, dev)?),
+            (
+                format!("{prefix}.step"),
+                Tensor::from_slice(&[self.step as f64], 1, dev)?,
+            ),
+            (
+                format!("{prefix}.lr"),
+                Tensor::from_slice(&[self.lr], 1, dev)?,
+            ),
         ];
         for (i, (name, _)) in self.params.iter().enumerate() {
-            out.push((format!("{prefix}.m.{name}"), Tensor::from_slice(&self.m[i], self.m[i].len(), dev)?));
-            out.push((format!("{prefix}.v.{name}"), Tensor::from_slice(&self.v[i], self.v[i].len(), dev)?));
+            out.push((
+                format!("{prefix}.m.{name}"),
+                Tensor::from_slice(&self.m[i], self.m[i].len(), dev)?,
+            ));
+            out.push((
+                format!("{prefix}.v.{name}"),
+                Tensor::from_slice(&self.v[i], self.v[i].len(), dev)?,
+            ));
         }
         Ok(out)
     }
 
     pub fn load_state(&mut self, prefix: &str, t: &HashMap<String, Tensor>) -> Result<()> {
-        let get = |k: String| t.get(&k).cloned().with_context(|| format!("checkpoint lacks `{k}`"));
+        let get = |k: String| {
+            t.get(&k)
+                .cloned()
+                .with_context(|| format!("checkpoint lacks `{k}`"))
+        };
         self.step = get(format!("{prefix}.step"))?.to_vec1::<f64>()?[0] as u64;
         self.lr = get(format!("{prefix}.lr"))?.to_vec1::<f64>()?[0];
         for (i, (name, _)) in self.params.iter().enumerate() {
             let m = get(format!("{prefix}.m.{name}"))?.to_vec1::<f32>()?;
             let v = get(format!("{prefix}.v.{name}"))?.to_vec1::<f32>()?;
-            anyhow::ensure!(m.len() == self.m[i].len(), "optimiser state of `{name}` has the wrong size");
+            anyhow::ensure!(
+                m.len() == self.m[i].len(),
+                "optimiser state of `{name}` has the wrong size"
+            );
             self.m[i] = m;
             self.v[i] = v;
         }
@@ -117,15 +152,25 @@ impl Adam {
 /// Sets each parameter to the matching tensor in `t`.
 pub fn load_params(params: &[(String, Var)], t: &HashMap<String, Tensor>) -> Result<()> {
     for (name, var) in params {
-        let src = t.get(name).with_context(|| format!("checkpoint lacks `{name}`"))?;
-        anyhow::ensure!(src.dims() == var.dims(), "`{name}` has shape {:?}, expected {:?}", src.dims(), var.dims());
+        let src = t
+            .get(name)
+            .with_context(|| format!("checkpoint lacks `{name}`"))?;
+        anyhow::ensure!(
+            src.dims() == var.dims(),
+            "`{name}` has shape {:?}, expected {:?}",
+            src.dims(),
+            var.dims()
+        );
         var.set(src)?;
     }
     Ok(())
 }
 
 pub fn param_tensors(params: &[(String, Var)]) -> Vec<(String, Tensor)> {
-    params.iter().map(|(n, v)| (n.clone(), v.as_tensor().clone())).collect()
+    params
+        .iter()
+        .map(|(n, v)| (n.clone(), v.as_tensor().clone()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -141,18 +186,27 @@ mod tests {
         // loss = 3a + 4b (a, b scalars): gradients (3, 4), global norm 5.
         let (a, b) = (var(&[1.0]), var(&[2.0]));
         let params = vec![("a".to_string(), a.clone()), ("b".to_string(), b.clone())];
-        let loss = ((a.as_tensor() * 3.0).unwrap() + (b.as_tensor() * 4.0).unwrap()).unwrap().sum_all().unwrap();
+        let loss = ((a.as_tensor() * 3.0).unwrap() + (b.as_tensor() * 4.0).unwrap())
+            .unwrap()
+            .sum_all()
+            .unwrap();
         let mut grads = loss.backward().unwrap();
         let norm = clip_grad_norm(&mut grads, &params, 1.0).unwrap();
         assert!((norm - 5.0).abs() < 1e-6);
         let ga = grads.get(a.as_tensor()).unwrap().to_vec1::<f32>().unwrap()[0];
         let gb = grads.get(b.as_tensor()).unwrap().to_vec1::<f32>().unwrap()[0];
         // Scaled by 1/5: (0.6, 0.8), norm 1; direction kept.
-        assert!((ga - 0.6).abs() < 1e-5 && (gb - 0.8).abs() < 1e-5, "{ga} {gb}");
+        assert!(
+            (ga - 0.6).abs() < 1e-5 && (gb - 0.8).abs() < 1e-5,
+            "{ga} {gb}"
+        );
         // Below the limit nothing changes.
         let mut grads = loss.backward().unwrap();
         assert!((clip_grad_norm(&mut grads, &params, 10.0).unwrap() - 5.0).abs() < 1e-6);
-        assert_eq!(grads.get(b.as_tensor()).unwrap().to_vec1::<f32>().unwrap()[0], 4.0);
+        assert_eq!(
+            grads.get(b.as_tensor()).unwrap().to_vec1::<f32>().unwrap()[0],
+            4.0
+        );
     }
 
     #[test]
@@ -162,7 +216,10 @@ mod tests {
         let mut opt = Adam::new(vec![("w".into(), w.clone())], 0.1);
         opt.step_with(&[Some(vec![100.0, -0.001])]).unwrap();
         let got = w.as_tensor().to_vec1::<f32>().unwrap();
-        assert!((got[0] - 0.9).abs() < 1e-5 && (got[1] + 0.9).abs() < 1e-4, "{got:?}");
+        assert!(
+            (got[0] - 0.9).abs() < 1e-5 && (got[1] + 0.9).abs() < 1e-4,
+            "{got:?}"
+        );
         let state: HashMap<_, _> = opt.state_tensors("opt").unwrap().into_iter().collect();
         let w2 = var(&w.as_tensor().to_vec1::<f32>().unwrap());
         let mut opt2 = Adam::new(vec![("w".into(), w2.clone())], 0.5);
@@ -170,6 +227,9 @@ mod tests {
         assert_eq!((opt2.step, opt2.lr), (1, 0.1));
         opt.step_with(&[Some(vec![1.0, 1.0])]).unwrap();
         opt2.step_with(&[Some(vec![1.0, 1.0])]).unwrap();
-        assert_eq!(w.as_tensor().to_vec1::<f32>().unwrap(), w2.as_tensor().to_vec1::<f32>().unwrap());
+        assert_eq!(
+            w.as_tensor().to_vec1::<f32>().unwrap(),
+            w2.as_tensor().to_vec1::<f32>().unwrap()
+        );
     }
 }

@@ -81,12 +81,27 @@ impl Runner {
         let policy = Registry::default().build(&pcfg, &mut rng)?;
         let critic_dim = spec.obs_dim(layout(cfg.run.policy.critic_obs));
         let alg: Box<dyn Algorithm> = match (&cfg.ppo, &cfg.sac) {
-            (Some(p), _) => Box::new(Ppo::new(p.clone(), policy, &cfg.run.policy, critic_dim, r.num_envs, &mut rng)?),
-            (None, Some(s)) => Box::new(Sac::new(s.clone(), policy, &cfg.run.policy, critic_dim, r.num_envs, &mut rng)?),
+            (Some(p), _) => Box::new(Ppo::new(
+                p.clone(),
+                policy,
+                &cfg.run.policy,
+                critic_dim,
+                r.num_envs,
+                &mut rng,
+            )?),
+            (None, Some(s)) => Box::new(Sac::new(
+                s.clone(),
+                policy,
+                &cfg.run.policy,
+                critic_dim,
+                r.num_envs,
+                &mut rng,
+            )?),
             (None, None) => anyhow::bail!("the config names no algorithm section"),
         };
         let venv = Self::make_venv(&cfg, envs, 0);
-        std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+        std::fs::create_dir_all(out_dir)
+            .with_context(|| format!("creating {}", out_dir.display()))?;
         std::fs::write(out_dir.join("config.toml"), toml::to_string(&cfg)?)?;
         let _ = std::fs::remove_file(out_dir.join("metrics.csv"));
         Ok(Self {
@@ -110,37 +125,58 @@ impl Runner {
     pub fn resume(dir: &Path, overrides: &[String]) -> Result<Self> {
         let path = checkpoint::find(dir)?;
         let (tensors, meta) = checkpoint::load(&path)?;
-        let get = |k: &str| meta.get(k).with_context(|| format!("checkpoint {} lacks `{k}`", path.display()));
+        let get = |k: &str| {
+            meta.get(k)
+                .with_context(|| format!("checkpoint {} lacks `{k}`", path.display()))
+        };
         let mut cfg: TrainConfig = toml::from_str(get(META_TRAIN_CONFIG)?)?;
         for o in overrides {
-            let (k, v) = o.split_once('=').with_context(|| format!("override `{o}` must read KEY=VALUE"))?;
+            let (k, v) = o
+                .split_once('=')
+                .with_context(|| format!("override `{o}` must read KEY=VALUE"))?;
             let mut table: toml::Table = toml::from_str(&toml::to_string(&cfg.run)?)?;
-            clawrl_config::set_key(&mut table, k.trim(), v.trim()).map_err(|e| anyhow::anyhow!("override `{o}`: {e}"))?;
+            clawrl_config::set_key(&mut table, k.trim(), v.trim())
+                .map_err(|e| anyhow::anyhow!("override `{o}`: {e}"))?;
             cfg.run = toml::Value::Table(table).try_into()?;
         }
         let out_dir = if path.parent().and_then(Path::file_name) == Some(checkpoint::DIR.as_ref()) {
-            path.parent().and_then(Path::parent).unwrap_or(Path::new(".")).to_path_buf()
+            path.parent()
+                .and_then(Path::parent)
+                .unwrap_or(Path::new("."))
+                .to_path_buf()
         } else {
             dir.to_path_buf()
         };
         let mut runner = Self::new(cfg, &out_dir)?;
-        runner.alg.load(&tensors).with_context(|| format!("loading {}", path.display()))?;
+        runner
+            .alg
+            .load(&tensors)
+            .with_context(|| format!("loading {}", path.display()))?;
         runner.rng = checkpoint::rng_from_string(get("rng")?)?;
         runner.iteration = get("iteration")?.parse()?;
         runner.env_steps = get("env_steps")?.parse()?;
         runner.wall_s = get("wall_s")?.parse()?;
         runner.metrics = Metrics::from_csv(get("metrics_csv")?)?;
         std::fs::write(out_dir.join("metrics.csv"), runner.metrics.to_csv())?;
-        let parse = |s: &str| -> VecDeque<f64> { s.split(',').filter_map(|x| x.parse().ok()).collect() };
+        let parse =
+            |s: &str| -> VecDeque<f64> { s.split(',').filter_map(|x| x.parse().ok()).collect() };
         runner.returns = parse(get("recent_returns")?);
         runner.lengths = parse(get("recent_lengths")?);
         let envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
         runner.venv = Self::make_venv(&runner.cfg, envs, runner.iteration);
-        tracing::info!("resumed {} at iteration {}", path.display(), runner.iteration);
+        tracing::info!(
+            "resumed {} at iteration {}",
+            path.display(),
+            runner.iteration
+        );
         Ok(runner)
     }
 
-    fn make_venv(cfg: &TrainConfig, envs: Vec<Box<dyn Env>>, iteration: usize) -> VecEnv<Box<dyn Env>> {
+    fn make_venv(
+        cfg: &TrainConfig,
+        envs: Vec<Box<dyn Env>>,
+        iteration: usize,
+    ) -> VecEnv<Box<dyn Env>> {
         let r = &cfg.run.run;
         let seed = clawrl_sim::rng::derive_seed(r.seed, 0x5EED_0000 + iteration as u64);
         let mut venv = VecEnv::new(envs, r.env_threads, seed);
@@ -162,8 +198,10 @@ impl Runner {
         let bar = if self.progress {
             let b = ProgressBar::new(total as u64);
             b.set_style(
-                ProgressStyle::with_template("{elapsed_precise} [{bar:25.cyan/blue}] {pos}/{len} it (eta {eta}) {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:25.cyan/blue}] {pos}/{len} it (eta {eta}) {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             b.set_position(self.iteration as u64);
             Some(b)
@@ -216,27 +254,32 @@ impl Runner {
             ];
             row.extend(stats.iter().copied());
             self.metrics.push(&row)?;
-            self.metrics.append_last(&self.out_dir.join("metrics.csv"))?;
-            let key: String = stats.iter().take(3).map(|(k, v)| format!(" {k} {v:.3}")).collect();
+            self.metrics
+                .append_last(&self.out_dir.join("metrics.csv"))?;
+            let key: String = stats
+                .iter()
+                .take(3)
+                .map(|(k, v)| format!(" {k} {v:.3}"))
+                .collect();
             let msg = format!("{last_sps:.0} steps/s | return {mr:.2} | ep len {ml:.0} |{key}");
             match &bar {
                 Some(b) => {
                     b.set_position(self.iteration as u64);
                     b.set_message(msg);
                 }
-                None if self.iteration % 10 == 0 || self.iteration == total => {
+                None if self.iteration.is_multiple_of(10) || self.iteration == total => {
                     tracing::info!("it {}/{total} {msg}", self.iteration)
                 }
                 None => {}
             }
             let every = self.cfg.run.run.checkpoint_every;
-            if self.iteration % every == 0 || self.iteration == total {
+            if self.iteration.is_multiple_of(every) || self.iteration == total {
                 self.save_checkpoint()?;
                 let envs = make_envs(&self.cfg, n)?;
                 self.venv = Self::make_venv(&self.cfg, envs, self.iteration);
             }
             let pe = self.cfg.run.run.plot_every;
-            if pe > 0 && self.iteration % pe == 0 {
+            if pe > 0 && self.iteration.is_multiple_of(pe) {
                 self.plot()?;
             }
         }
@@ -259,7 +302,12 @@ impl Runner {
         if self.metrics.rows.is_empty() {
             return Ok(());
         }
-        let title = format!("{} / {} ({})", self.cfg.run.run.task, self.alg.name(), self.out_dir.display());
+        let title = format!(
+            "{} / {} ({})",
+            self.cfg.run.run.task,
+            self.alg.name(),
+            self.out_dir.display()
+        );
         plot_curves(&self.metrics, &self.out_dir.join("curves.png"), &title)
     }
 
@@ -270,13 +318,26 @@ impl Runner {
         let tensors = self.alg.save()?;
         for (name, t) in &tensors {
             if t.dtype() == candle_core::DType::F32 {
-                let bad = t.flatten_all()?.to_vec1::<f32>()?.iter().any(|x| !x.is_finite());
-                anyhow::ensure!(!bad, "tensor `{name}` is not finite at iteration {}: checkpoint not written", self.iteration);
+                let bad = t
+                    .flatten_all()?
+                    .to_vec1::<f32>()?
+                    .iter()
+                    .any(|x| !x.is_finite());
+                anyhow::ensure!(
+                    !bad,
+                    "tensor `{name}` is not finite at iteration {}: checkpoint not written",
+                    self.iteration
+                );
             }
         }
         let (_, policy_meta) = Registry::to_parts(self.alg.policy())?;
         let mut meta: Metadata = policy_meta;
-        let join = |v: &VecDeque<f64>| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+        let join = |v: &VecDeque<f64>| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
         meta.insert(META_TRAIN_CONFIG.into(), toml::to_string(&self.cfg)?);
         meta.insert("iteration".into(), self.iteration.to_string());
         meta.insert("env_steps".into(), self.env_steps.to_string());
@@ -285,7 +346,13 @@ impl Runner {
         meta.insert("metrics_csv".into(), self.metrics.to_csv());
         meta.insert("recent_returns".into(), join(&self.returns));
         meta.insert("recent_lengths".into(), join(&self.lengths));
-        let path = checkpoint::save(&self.out_dir, self.iteration, &tensors, &meta, self.cfg.run.run.keep_checkpoints)?;
+        let path = checkpoint::save(
+            &self.out_dir,
+            self.iteration,
+            &tensors,
+            &meta,
+            self.cfg.run.run.keep_checkpoints,
+        )?;
         Registry::save(self.alg.policy(), &self.out_dir.join("policy.safetensors"))?;
         Ok(path)
     }
@@ -299,5 +366,9 @@ fn push_window(w: &mut VecDeque<f64>, x: f64) {
 }
 
 fn mean(w: &VecDeque<f64>) -> f64 {
-    if w.is_empty() { f64::NAN } else { w.iter().sum::<f64>() / w.len() as f64 }
+    if w.is_empty() {
+        f64::NAN
+    } else {
+        w.iter().sum::<f64>() / w.len() as f64
+    }
 }

@@ -14,7 +14,17 @@ fn learn(config: &str, name: &str) {
     let start = std::time::Instant::now();
     let mut runner = Runner::new(cfg.clone(), &dir).unwrap();
     let summary = runner.train(&mut NoHooks).unwrap();
-    let report = evaluate(&cfg, runner.policy(), &EvalOptions { episodes: 20, num_envs: 10, threads: 1, ..Default::default() }).unwrap();
+    let report = evaluate(
+        &cfg,
+        runner.policy(),
+        &EvalOptions {
+            episodes: 20,
+            num_envs: 10,
+            threads: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     eprintln!(
         "{name}: {} env steps in {:.1} s; training return {:.1}; deterministic eval return {:.1}, fall rate {:.2}",
         summary.env_steps,
@@ -23,8 +33,16 @@ fn learn(config: &str, name: &str) {
         report.mean_return(),
         report.fall_rate()
     );
-    assert!(report.mean_return() >= THRESHOLD, "{name}: eval return {} < {THRESHOLD}", report.mean_return());
-    assert!(dir.join("metrics.csv").exists() && dir.join("curves.png").exists() && dir.join("policy.safetensors").exists());
+    assert!(
+        report.mean_return() >= THRESHOLD,
+        "{name}: eval return {} < {THRESHOLD}",
+        report.mean_return()
+    );
+    assert!(
+        dir.join("metrics.csv").exists()
+            && dir.join("curves.png").exists()
+            && dir.join("policy.safetensors").exists()
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 

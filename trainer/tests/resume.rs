@@ -34,7 +34,7 @@ fn exact_resume(config: &str, overrides: &[&str], n: usize, k: usize) {
     let mut b = Runner::new(common::config(config, &o), &dir_b).unwrap();
     b.train(&mut NoHooks).unwrap();
     drop(b);
-    let mut c = Runner::resume(&dir_b, &[total.clone()]).unwrap();
+    let mut c = Runner::resume(&dir_b, std::slice::from_ref(&total)).unwrap();
     assert_eq!(c.iteration, k);
     c.train(&mut NoHooks).unwrap();
     assert_eq!(c.iteration, n);
@@ -44,10 +44,19 @@ fn exact_resume(config: &str, overrides: &[&str], n: usize, k: usize) {
         assert_eq!(va, &sc[name], "`{name}` differs after resume");
     }
     // Same metrics rows except wall-clock columns.
-    let cols = ["iteration", "env_steps", "mean_return", "mean_episode_length"];
+    let cols = [
+        "iteration",
+        "env_steps",
+        "mean_return",
+        "mean_episode_length",
+    ];
     for col in cols {
         // Debug strings so that NaN (no episode finished yet) compares equal to NaN.
-        assert_eq!(format!("{:?}", a.metrics.column(col)), format!("{:?}", c.metrics.column(col)), "{col}");
+        assert_eq!(
+            format!("{:?}", a.metrics.column(col)),
+            format!("{:?}", c.metrics.column(col)),
+            "{col}"
+        );
     }
     let csv = std::fs::read_to_string(dir_b.join("metrics.csv")).unwrap();
     assert_eq!(csv.lines().count(), n + 1, "{csv}");
@@ -74,7 +83,12 @@ fn ppo_resume_is_exact() {
 fn sac_resume_is_exact() {
     exact_resume(
         "cartpole_sac.toml",
-        &["run.checkpoint_every=3", "sac.learning_starts=64", "sac.batch_size=32", "sac.updates_per_iteration=4"],
+        &[
+            "run.checkpoint_every=3",
+            "sac.learning_starts=64",
+            "sac.batch_size=32",
+            "sac.updates_per_iteration=4",
+        ],
         8,
         3,
     );
@@ -95,17 +109,26 @@ impl TrainHooks for NanFrom {
 #[test]
 fn non_finite_loss_stops_and_keeps_last_good_checkpoint() {
     let dir = common::tmp("nan");
-    let cfg = common::config("cartpole_ppo.toml", &["run.max_iterations=10", "run.checkpoint_every=2"]);
+    let cfg = common::config(
+        "cartpole_ppo.toml",
+        &["run.max_iterations=10", "run.checkpoint_every=2"],
+    );
     let mut r = Runner::new(cfg, &dir).unwrap();
     let err = r.train(&mut NanFrom(3)).unwrap_err();
-    let nf = err.downcast_ref::<NonFiniteLoss>().expect("a NonFiniteLoss error");
+    let nf = err
+        .downcast_ref::<NonFiniteLoss>()
+        .expect("a NonFiniteLoss error");
     assert_eq!(nf.iteration, 3);
     assert!(err.to_string().contains("non-finite"), "{err}");
     // Iterations 1-3 ran; only the checkpoint of iteration 2 exists and it is finite and loadable.
     let its: Vec<usize> = checkpoint::list(&dir).into_iter().map(|(i, _)| i).collect();
     assert_eq!(its, vec![2]);
     let (t, _) = checkpoint::load(&checkpoint::path_for(&dir, 2)).unwrap();
-    let w = t["actor.0.weight"].flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    let w = t["actor.0.weight"]
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
     assert!(w.iter().all(|x| x.is_finite()));
     // The run continues from it.
     let mut resumed = Runner::resume(&dir, &["run.max_iterations=4".to_string()]).unwrap();
@@ -125,14 +148,31 @@ fn killed_training_never_leaves_a_corrupt_checkpoint() {
     let mut resumed_once = false;
     for delay_ms in [700u64, 1100, 1500] {
         let mut cmd = std::process::Command::new(bin);
-        cmd.env("RAYON_NUM_THREADS", "1").arg("train").arg("--no-progress");
+        cmd.env("RAYON_NUM_THREADS", "1")
+            .arg("train")
+            .arg("--no-progress");
         if checkpoint::latest(&dir).is_some() {
-            cmd.arg("--resume").arg(&dir).args(["--set", "run.max_iterations=1000"]);
+            cmd.arg("--resume")
+                .arg(&dir)
+                .args(["--set", "run.max_iterations=1000"]);
             resumed_once = true;
         } else {
-            cmd.arg("--config").arg(&cfg).args(["--set", "run.checkpoint_every=1", "--set", "run.max_iterations=1000", "--out"]).arg(&dir);
+            cmd.arg("--config")
+                .arg(&cfg)
+                .args([
+                    "--set",
+                    "run.checkpoint_every=1",
+                    "--set",
+                    "run.max_iterations=1000",
+                    "--out",
+                ])
+                .arg(&dir);
         }
-        let mut child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         child.kill().unwrap();
         child.wait().unwrap();
@@ -142,7 +182,10 @@ fn killed_training_never_leaves_a_corrupt_checkpoint() {
     }
     assert!(resumed_once);
     let last = checkpoint::list(&dir);
-    assert!(!last.is_empty(), "no checkpoint was written before the kills");
+    assert!(
+        !last.is_empty(),
+        "no checkpoint was written before the kills"
+    );
     let r = Runner::resume(&dir, &[]).unwrap();
     assert_eq!(r.iteration, last.last().unwrap().0);
     std::fs::remove_dir_all(dir).ok();

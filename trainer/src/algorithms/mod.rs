@@ -47,7 +47,9 @@ impl TrainHooks for NoHooks {}
 
 /// A loss went NaN or infinite: the run stops before the optimiser applies it.
 #[derive(Debug, thiserror::Error)]
-#[error("non-finite {what} ({value}) at iteration {iteration}: training stopped, the last checkpoint is kept")]
+#[error(
+    "non-finite {what} ({value}) at iteration {iteration}: training stopped, the last checkpoint is kept"
+)]
 pub struct NonFiniteLoss {
     pub what: &'static str,
     pub value: f64,
@@ -55,7 +57,16 @@ pub struct NonFiniteLoss {
 }
 
 pub fn check_finite(what: &'static str, value: f64, iteration: usize) -> Result<()> {
-    if value.is_finite() { Ok(()) } else { Err(NonFiniteLoss { what, value, iteration }.into()) }
+    if value.is_finite() {
+        Ok(())
+    } else {
+        Err(NonFiniteLoss {
+            what,
+            value,
+            iteration,
+        }
+        .into())
+    }
 }
 
 pub trait Algorithm: Send {
@@ -69,7 +80,12 @@ pub trait Algorithm: Send {
     fn process_env_step(&mut self, batch: &Batch) -> Result<()>;
     /// Returns/advantages after the rollout (`batch` holds the observations after it).
     fn compute_returns(&mut self, batch: &Batch) -> Result<()>;
-    fn update(&mut self, rng: &mut Rng, hooks: &mut dyn TrainHooks, iteration: usize) -> Result<Stats>;
+    fn update(
+        &mut self,
+        rng: &mut Rng,
+        hooks: &mut dyn TrainHooks,
+        iteration: usize,
+    ) -> Result<Stats>;
     /// Everything needed to resume exactly (weights, optimiser state, normalisers, buffers).
     fn save(&self) -> Result<Vec<(String, Tensor)>>;
     fn load(&mut self, tensors: &HashMap<String, Tensor>) -> Result<()>;
@@ -85,5 +101,7 @@ pub fn layout(src: ObsSource) -> ObsLayout {
 /// Standard-normal noise from the run's RNG (candle's CPU device cannot be seeded).
 pub fn normal_noise(rng: &mut Rng, n: usize) -> Vec<f32> {
     use rand::RngExt;
-    (0..n).map(|_| rng.sample::<f32, _>(rand_distr::StandardNormal)).collect()
+    (0..n)
+        .map(|_| rng.sample::<f32, _>(rand_distr::StandardNormal))
+        .collect()
 }

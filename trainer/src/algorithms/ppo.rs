@@ -38,7 +38,14 @@ pub struct Ppo {
 const DEV: Device = Device::Cpu;
 
 impl Ppo {
-    pub fn new(cfg: PpoConfig, policy: Box<dyn Policy>, pcfg: &PolicySection, critic_dim: usize, num_envs: usize, rng: &mut Rng) -> Result<Self> {
+    pub fn new(
+        cfg: PpoConfig,
+        policy: Box<dyn Policy>,
+        pcfg: &PolicySection,
+        critic_dim: usize,
+        num_envs: usize,
+        rng: &mut Rng,
+    ) -> Result<Self> {
         let mut dims = vec![critic_dim];
         dims.extend(&pcfg.critic_hidden);
         dims.push(1);
@@ -48,7 +55,13 @@ impl Ppo {
             source: pcfg.critic_obs,
         };
         let pc = policy.config().clone();
-        let storage = RolloutStorage::new(num_envs, cfg.num_steps_per_env, pc.obs_dim, critic_dim, pc.action_dim);
+        let storage = RolloutStorage::new(
+            num_envs,
+            cfg.num_steps_per_env,
+            pc.obs_dim,
+            critic_dim,
+            pc.action_dim,
+        );
         let mut params = policy.params();
         params.extend(critic.net.params());
         let opt = Adam::new(params, cfg.learning_rate);
@@ -73,7 +86,12 @@ impl Ppo {
     fn values_of(&self, raw: &[f32], n: usize) -> Result<Vec<f32>> {
         let d = self.critic.normalizer.dim();
         let x = Tensor::from_vec(self.critic.normalizer.normalize(raw), (n, d), &DEV)?;
-        Ok(self.critic.net.forward_detached(&x)?.flatten_all()?.to_vec1()?)
+        Ok(self
+            .critic
+            .net
+            .forward_detached(&x)?
+            .flatten_all()?
+            .to_vec1()?)
     }
 }
 
@@ -92,31 +110,48 @@ impl Algorithm for Ppo {
 
     fn act(&mut self, obs: &Batch, rng: &mut Rng) -> Result<&[f32]> {
         let n = self.num_envs;
-        let (da, dc, na) = (self.storage.actor_dim, self.storage.critic_dim, self.storage.action_dim);
+        let (da, dc, na) = (
+            self.storage.actor_dim,
+            self.storage.critic_dim,
+            self.storage.action_dim,
+        );
         let raw_a = obs.obs(layout(self.policy.config().obs_source));
         let raw_c = obs.obs(layout(self.critic.source));
         self.policy.normalizer_mut().update(raw_a);
         self.critic.normalizer.update(raw_c);
-        self.policy.normalizer().normalize_into(raw_a, &mut self.scratch_a);
-        self.critic.normalizer.normalize_into(raw_c, &mut self.scratch_c);
+        self.policy
+            .normalizer()
+            .normalize_into(raw_a, &mut self.scratch_a);
+        self.critic
+            .normalizer
+            .normalize_into(raw_c, &mut self.scratch_c);
         // One batched forward of each network for all environments.
         let xa = Tensor::from_slice(&self.scratch_a, (n, da), &DEV)?;
         let xc = Tensor::from_slice(&self.scratch_c, (n, dc), &DEV)?;
         let dist = self.policy.distribution_detached(&xa)?;
         let mean: Vec<f32> = dist.mean.flatten_all()?.to_vec1()?;
         let log_std: Vec<f32> = dist.log_std.flatten_all()?.to_vec1()?;
-        let values: Vec<f32> = self.critic.net.forward_detached(&xc)?.flatten_all()?.to_vec1()?;
+        let values: Vec<f32> = self
+            .critic
+            .net
+            .forward_detached(&xc)?
+            .flatten_all()?
+            .to_vec1()?;
         let noise = normal_noise(rng, n * na);
         let s = &mut self.storage;
         let t = s.step;
-        for e in 0..n {
+        for (e, &value) in values.iter().enumerate() {
             let r = e * na..(e + 1) * na;
             for j in r.clone() {
                 self.actions[j] = mean[j] + log_std[j].exp() * noise[j];
             }
             let row = t * n + e;
-            s.log_probs[row] = log_prob_row(&mean[r.clone()], &log_std[r.clone()], &self.actions[r.clone()]);
-            s.values[row] = values[e];
+            s.log_probs[row] = log_prob_row(
+                &mean[r.clone()],
+                &log_std[r.clone()],
+                &self.actions[r.clone()],
+            );
+            s.values[row] = value;
         }
         let (a0, a1) = (t * n * na, (t + 1) * n * na);
         s.actions[a0..a1].copy_from_slice(&self.actions);
@@ -132,7 +167,9 @@ impl Algorithm for Ppo {
         let t = self.storage.step;
         let gamma = self.cfg.gamma as f32;
         // Bootstrap on time-outs: r += γ V(final observation), one forward for all of them.
-        let timeouts: Vec<usize> = (0..n).filter(|&e| batch.truncated[e] && !batch.terminated[e]).collect();
+        let timeouts: Vec<usize> = (0..n)
+            .filter(|&e| batch.truncated[e] && !batch.terminated[e])
+            .collect();
         let mut boot = vec![0.0f32; n];
         if !timeouts.is_empty() {
             let dc = self.storage.critic_dim;
@@ -147,8 +184,8 @@ impl Algorithm for Ppo {
                 boot[e] = gamma * v[k];
             }
         }
-        for e in 0..n {
-            self.storage.rewards[t * n + e] = batch.rewards[e] + boot[e];
+        for (e, b) in boot.iter().enumerate() {
+            self.storage.rewards[t * n + e] = batch.rewards[e] + b;
             self.storage.dones[t * n + e] = if batch.done(e) { 1.0 } else { 0.0 };
         }
         self.storage.step += 1;
@@ -157,14 +194,20 @@ impl Algorithm for Ppo {
 
     fn compute_returns(&mut self, batch: &Batch) -> Result<()> {
         let last = self.values_of(batch.obs(layout(self.critic.source)), self.num_envs)?;
-        self.storage.compute_returns(&last, self.cfg.gamma, self.cfg.lam);
+        self.storage
+            .compute_returns(&last, self.cfg.gamma, self.cfg.lam);
         if !self.cfg.normalize_advantage_per_mini_batch {
             self.storage.normalize_advantages();
         }
         Ok(())
     }
 
-    fn update(&mut self, rng: &mut Rng, hooks: &mut dyn TrainHooks, iteration: usize) -> Result<Stats> {
+    fn update(
+        &mut self,
+        rng: &mut Rng,
+        hooks: &mut dyn TrainHooks,
+        iteration: usize,
+    ) -> Result<Stats> {
         let c = self.cfg.clone();
         let explained_variance = self.storage.explained_variance();
         let s = &self.storage;
@@ -172,7 +215,8 @@ impl Algorithm for Ppo {
         let mb = total / c.num_mini_batches;
         let (da, dc, na) = (s.actor_dim, s.critic_dim, s.action_dim);
         let params = self.opt.params().to_vec();
-        let (mut sum_pl, mut sum_vl, mut sum_ent, mut sum_kl, mut sum_clip, mut sum_gn) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        let (mut sum_pl, mut sum_vl, mut sum_ent, mut sum_kl, mut sum_clip, mut sum_gn) =
+            (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
         let mut count = 0usize;
         let mut buf = vec![Vec::new(); 9];
         for _epoch in 0..c.num_learning_epochs {
@@ -211,7 +255,12 @@ impl Algorithm for Ppo {
                 let mut kl = 0.0;
                 for r in 0..mb {
                     let q = r * na..(r + 1) * na;
-                    kl += distribution::kl_row(&buf[7][q.clone()], &buf[8][q.clone()], &new_mean[q.clone()], &new_ls[q]);
+                    kl += distribution::kl_row(
+                        &buf[7][q.clone()],
+                        &buf[8][q.clone()],
+                        &new_mean[q.clone()],
+                        &new_ls[q],
+                    );
                 }
                 kl /= mb as f64;
                 if c.schedule == "adaptive" && kl.is_finite() {
@@ -225,12 +274,14 @@ impl Algorithm for Ppo {
                 let logp = self.policy.log_prob(&dist, &actions)?;
                 let ratio = (logp - old_logp)?.exp()?;
                 let surrogate = (adv.neg()? * &ratio)?;
-                let clipped = (adv.neg()? * ratio.clamp(1.0 - c.clip_param, 1.0 + c.clip_param)?)?;
+                let clipped =
+                    (adv.neg()? * ratio.clamp(1.0 - c.clip_param, 1.0 + c.clip_param)?)?;
                 let policy_loss = surrogate.maximum(&clipped)?.mean_all()?;
 
                 let values = self.critic.net.forward(&obs_c)?.squeeze(1)?;
                 let value_loss = if c.use_clipped_value_loss {
-                    let v_clip = (&old_values + (&values - &old_values)?.clamp(-c.clip_param, c.clip_param)?)?;
+                    let v_clip = (&old_values
+                        + (&values - &old_values)?.clamp(-c.clip_param, c.clip_param)?)?;
                     let l1 = (&values - &returns)?.sqr()?;
                     let l2 = (v_clip - &returns)?.sqr()?;
                     l1.maximum(&l2)?.mean_all()?
@@ -238,8 +289,14 @@ impl Algorithm for Ppo {
                     (&values - &returns)?.sqr()?.mean_all()?
                 };
                 let entropy = self.policy.entropy(&dist)?.mean_all()?;
-                let mut loss = ((&policy_loss + (&value_loss * c.value_loss_coef)?)? - (&entropy * c.entropy_coef)?)?;
-                let ctx = LossContext { iteration, policy: self.policy.as_ref(), actor_obs: &obs_a, dist: &dist };
+                let mut loss = ((&policy_loss + (&value_loss * c.value_loss_coef)?)?
+                    - (&entropy * c.entropy_coef)?)?;
+                let ctx = LossContext {
+                    iteration,
+                    policy: self.policy.as_ref(),
+                    actor_obs: &obs_a,
+                    dist: &dist,
+                };
                 if let Some(extra) = hooks.extra_loss(&ctx)? {
                     loss = (loss + extra)?;
                 }
@@ -251,7 +308,11 @@ impl Algorithm for Ppo {
                 self.opt.step(&grads)?;
 
                 let ratio_v: Vec<f32> = ratio.to_vec1()?;
-                let clip_frac = ratio_v.iter().filter(|r| (*r - 1.0).abs() as f64 > c.clip_param).count() as f64 / mb as f64;
+                let clip_frac = ratio_v
+                    .iter()
+                    .filter(|r| (*r - 1.0).abs() as f64 > c.clip_param)
+                    .count() as f64
+                    / mb as f64;
                 sum_pl += f64::from(policy_loss.to_scalar::<f32>()?);
                 sum_vl += f64::from(value_loss.to_scalar::<f32>()?);
                 sum_ent += f64::from(entropy.to_scalar::<f32>()?);
@@ -264,10 +325,15 @@ impl Algorithm for Ppo {
         self.storage.clear();
         hooks.after_update(iteration, self.policy.as_ref())?;
         let k = count.max(1) as f64;
-        let std = self.policy.params().iter().find(|(n, _)| n == "actor.log_std").map(|(_, v)| {
-            let ls: Vec<f32> = v.as_tensor().to_vec1().unwrap_or_default();
-            ls.iter().map(|x| f64::from(x.exp())).sum::<f64>() / ls.len().max(1) as f64
-        });
+        let std = self
+            .policy
+            .params()
+            .iter()
+            .find(|(n, _)| n == "actor.log_std")
+            .map(|(_, v)| {
+                let ls: Vec<f32> = v.as_tensor().to_vec1().unwrap_or_default();
+                ls.iter().map(|x| f64::from(x.exp())).sum::<f64>() / ls.len().max(1) as f64
+            });
         Ok(vec![
             ("value_loss", sum_vl / k),
             ("policy_loss", sum_pl / k),
@@ -283,7 +349,11 @@ impl Algorithm for Ppo {
 
     fn save(&self) -> Result<Vec<(String, Tensor)>> {
         let mut t = param_tensors(&self.policy.params());
-        t.extend(self.policy.normalizer().to_tensors(clawrl_policy::registry::NORMALIZER)?);
+        t.extend(
+            self.policy
+                .normalizer()
+                .to_tensors(clawrl_policy::registry::NORMALIZER)?,
+        );
         t.extend(param_tensors(&self.critic.net.params()));
         t.extend(self.critic.normalizer.to_tensors("critic_normalizer")?);
         t.extend(self.opt.state_tensors("ppo.adam")?);
@@ -292,9 +362,13 @@ impl Algorithm for Ppo {
 
     fn load(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
         load_params(&self.policy.params(), t)?;
-        self.policy.normalizer_mut().load_tensors(clawrl_policy::registry::NORMALIZER, &|k| t.get(k).cloned())?;
+        self.policy
+            .normalizer_mut()
+            .load_tensors(clawrl_policy::registry::NORMALIZER, &|k| t.get(k).cloned())?;
         load_params(&self.critic.net.params(), t)?;
-        self.critic.normalizer.load_tensors("critic_normalizer", &|k| t.get(k).cloned())?;
+        self.critic
+            .normalizer
+            .load_tensors("critic_normalizer", &|k| t.get(k).cloned())?;
         self.opt.load_state("ppo.adam", t)?;
         Ok(())
     }

@@ -37,8 +37,19 @@ pub struct Sac {
 }
 
 impl Sac {
-    pub fn new(cfg: SacConfig, policy: Box<dyn Policy>, pcfg: &PolicySection, critic_dim: usize, num_envs: usize, rng: &mut Rng) -> Result<Self> {
-        anyhow::ensure!(policy.squashed(), "SAC needs a squashed policy kind (`squashed_gaussian_mlp`), got `{}`", policy.config().kind);
+    pub fn new(
+        cfg: SacConfig,
+        policy: Box<dyn Policy>,
+        pcfg: &PolicySection,
+        critic_dim: usize,
+        num_envs: usize,
+        rng: &mut Rng,
+    ) -> Result<Self> {
+        anyhow::ensure!(
+            policy.squashed(),
+            "SAC needs a squashed policy kind (`squashed_gaussian_mlp`), got `{}`",
+            policy.config().kind
+        );
         let pc = policy.config().clone();
         let mut dims = vec![critic_dim + pc.action_dim];
         dims.extend(&pcfg.critic_hidden);
@@ -51,12 +62,16 @@ impl Sac {
         }
         let mut critic_params = q[0].params();
         critic_params.extend(q[1].params());
-        let log_alpha = Var::from_tensor(&Tensor::from_slice(&[cfg.init_alpha.ln() as f32], 1, &DEV)?)?;
+        let log_alpha =
+            Var::from_tensor(&Tensor::from_slice(&[cfg.init_alpha.ln() as f32], 1, &DEV)?)?;
         Ok(Self {
             buffer: ReplayBuffer::new(cfg.buffer_size, pc.obs_dim, critic_dim, pc.action_dim),
             actor_opt: Adam::new(policy.params(), cfg.actor_learning_rate),
             critic_opt: Adam::new(critic_params, cfg.critic_learning_rate),
-            alpha_opt: Adam::new(vec![("log_alpha".into(), log_alpha.clone())], cfg.alpha_learning_rate),
+            alpha_opt: Adam::new(
+                vec![("log_alpha".into(), log_alpha.clone())],
+                cfg.alpha_learning_rate,
+            ),
             log_alpha,
             target_entropy: -cfg.target_entropy_scale * pc.action_dim as f64,
             critic_norm: Normalizer::new(critic_dim, pcfg.obs_clip),
@@ -77,7 +92,11 @@ impl Sac {
     }
 
     /// Reparameterised squashed sample: (tanh(u), log π(tanh(u))) with the change-of-variables term.
-    fn squashed_sample(&self, dist: &clawrl_policy::GaussianOut, noise: Vec<f32>) -> Result<(Tensor, Tensor)> {
+    fn squashed_sample(
+        &self,
+        dist: &clawrl_policy::GaussianOut,
+        noise: Vec<f32>,
+    ) -> Result<(Tensor, Tensor)> {
         let eps = Tensor::from_vec(noise, dist.mean.shape(), &DEV)?;
         let u = (&dist.mean + (dist.log_std.exp()? * eps)?)?;
         let a = u.tanh()?;
@@ -136,7 +155,11 @@ impl Algorithm for Sac {
     }
 
     fn process_env_step(&mut self, batch: &Batch) -> Result<()> {
-        let (da, dc, na) = (self.buffer.actor_dim, self.buffer.critic_dim, self.buffer.action_dim);
+        let (da, dc, na) = (
+            self.buffer.actor_dim,
+            self.buffer.critic_dim,
+            self.buffer.action_dim,
+        );
         let la = layout(self.policy.config().obs_source);
         let lc = layout(self.critic_source);
         let final_of = |l| match l {
@@ -145,9 +168,15 @@ impl Algorithm for Sac {
         };
         for e in 0..self.num_envs {
             let (next_a, next_c) = if batch.done(e) {
-                (&final_of(la)[e * da..(e + 1) * da], &final_of(lc)[e * dc..(e + 1) * dc])
+                (
+                    &final_of(la)[e * da..(e + 1) * da],
+                    &final_of(lc)[e * dc..(e + 1) * dc],
+                )
             } else {
-                (&batch.obs(la)[e * da..(e + 1) * da], &batch.obs(lc)[e * dc..(e + 1) * dc])
+                (
+                    &batch.obs(la)[e * da..(e + 1) * da],
+                    &batch.obs(lc)[e * dc..(e + 1) * dc],
+                )
             };
             self.buffer.push(Transition {
                 actor_obs: &self.prev_a[e * da..(e + 1) * da],
@@ -167,10 +196,19 @@ impl Algorithm for Sac {
         Ok(())
     }
 
-    fn update(&mut self, rng: &mut Rng, hooks: &mut dyn TrainHooks, iteration: usize) -> Result<Stats> {
+    fn update(
+        &mut self,
+        rng: &mut Rng,
+        hooks: &mut dyn TrainHooks,
+        iteration: usize,
+    ) -> Result<Stats> {
         let c = self.cfg.clone();
         let b = c.batch_size;
-        let (da, dc, na) = (self.buffer.actor_dim, self.buffer.critic_dim, self.buffer.action_dim);
+        let (da, dc, na) = (
+            self.buffer.actor_dim,
+            self.buffer.critic_dim,
+            self.buffer.action_dim,
+        );
         let (mut sq, mut sa, mut se, mut sqv, mut count) = (0.0, 0.0, 0.0, 0.0, 0usize);
         if self.buffer.len >= c.learning_starts.max(b) {
             let mut buf = vec![Vec::new(); 7];
@@ -216,7 +254,12 @@ impl Algorithm for Sac {
                 let (a, logp) = self.squashed_sample(&dist, normal_noise(rng, b * na))?;
                 let q_pi = self.q_min(&self.q, &xc, &a, false)?;
                 let mut actor_loss = ((&logp * alpha)? - q_pi)?.mean_all()?;
-                let ctx = LossContext { iteration, policy: self.policy.as_ref(), actor_obs: &xa, dist: &dist };
+                let ctx = LossContext {
+                    iteration,
+                    policy: self.policy.as_ref(),
+                    actor_obs: &xa,
+                    dist: &dist,
+                };
                 if let Some(extra) = hooks.extra_loss(&ctx)? {
                     actor_loss = (actor_loss + extra)?;
                 }
@@ -229,11 +272,13 @@ impl Algorithm for Sac {
                 // Temperature: d/d log α of −log α (log π + H̄) averaged = −(mean log π + H̄).
                 let mean_logp = f64::from(logp.mean_all()?.to_scalar::<f32>()?);
                 if c.alpha_learning_rate > 0.0 {
-                    self.alpha_opt.step_with(&[Some(vec![-(mean_logp + self.target_entropy) as f32])])?;
+                    self.alpha_opt
+                        .step_with(&[Some(vec![-(mean_logp + self.target_entropy) as f32])])?;
                 }
                 // Polyak averaging of the targets.
                 for i in 0..2 {
-                    for ((_, t), (_, s)) in self.q_target[i].params().iter().zip(self.q[i].params()) {
+                    for ((_, t), (_, s)) in self.q_target[i].params().iter().zip(self.q[i].params())
+                    {
                         let mixed = ((s.as_tensor() * c.tau)? + (t.as_tensor() * (1.0 - c.tau))?)?;
                         t.set(&mixed)?;
                     }
@@ -260,7 +305,11 @@ impl Algorithm for Sac {
 
     fn save(&self) -> Result<Vec<(String, Tensor)>> {
         let mut t = param_tensors(&self.policy.params());
-        t.extend(self.policy.normalizer().to_tensors(clawrl_policy::registry::NORMALIZER)?);
+        t.extend(
+            self.policy
+                .normalizer()
+                .to_tensors(clawrl_policy::registry::NORMALIZER)?,
+        );
         for net in self.q.iter().chain(&self.q_target) {
             t.extend(param_tensors(&net.params()));
         }
@@ -275,11 +324,14 @@ impl Algorithm for Sac {
 
     fn load(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
         load_params(&self.policy.params(), t)?;
-        self.policy.normalizer_mut().load_tensors(clawrl_policy::registry::NORMALIZER, &|k| t.get(k).cloned())?;
+        self.policy
+            .normalizer_mut()
+            .load_tensors(clawrl_policy::registry::NORMALIZER, &|k| t.get(k).cloned())?;
         for net in self.q.iter().chain(&self.q_target) {
             load_params(&net.params(), t)?;
         }
-        self.critic_norm.load_tensors("critic_normalizer", &|k| t.get(k).cloned())?;
+        self.critic_norm
+            .load_tensors("critic_normalizer", &|k| t.get(k).cloned())?;
         load_params(&[("log_alpha".into(), self.log_alpha.clone())], t)?;
         self.actor_opt.load_state("sac.actor_adam", t)?;
         self.critic_opt.load_state("sac.critic_adam", t)?;

@@ -80,7 +80,10 @@ impl ReplayBuffer {
         let dev = &Device::Cpu;
         let n = self.len;
         let t = |name: &str, v: &[f32], d: usize| -> Result<(String, Tensor)> {
-            Ok((format!("{prefix}.{name}"), Tensor::from_slice(&v[..n * d], (n, d), dev)?))
+            Ok((
+                format!("{prefix}.{name}"),
+                Tensor::from_slice(&v[..n * d], (n, d), dev)?,
+            ))
         };
         Ok(vec![
             t("actor_obs", &self.actor_obs, self.actor_dim)?,
@@ -90,15 +93,24 @@ impl ReplayBuffer {
             t("next_actor_obs", &self.next_actor_obs, self.actor_dim)?,
             t("next_critic_obs", &self.next_critic_obs, self.critic_dim)?,
             t("terminals", &self.terminals, 1)?,
-            (format!("{prefix}.pos"), Tensor::from_slice(&[self.pos as f64, self.len as f64], 2, dev)?),
+            (
+                format!("{prefix}.pos"),
+                Tensor::from_slice(&[self.pos as f64, self.len as f64], 2, dev)?,
+            ),
         ])
     }
 
     pub fn load_tensors(&mut self, prefix: &str, t: &HashMap<String, Tensor>) -> Result<()> {
-        let get = |k: &str| t.get(&format!("{prefix}.{k}")).with_context(|| format!("checkpoint lacks `{prefix}.{k}`"));
+        let get = |k: &str| {
+            t.get(&format!("{prefix}.{k}"))
+                .with_context(|| format!("checkpoint lacks `{prefix}.{k}`"))
+        };
         let pl = get("pos")?.to_vec1::<f64>()?;
         let (pos, len) = (pl[0] as usize, pl[1] as usize);
-        anyhow::ensure!(len <= self.capacity, "replay buffer in the checkpoint is larger than the configured one");
+        anyhow::ensure!(
+            len <= self.capacity,
+            "replay buffer in the checkpoint is larger than the configured one"
+        );
         let fill = |dst: &mut Vec<f32>, k: &str| -> Result<()> {
             let v = get(k)?.flatten_all()?.to_vec1::<f32>()?;
             dst[..v.len()].copy_from_slice(&v);
@@ -146,6 +158,9 @@ mod tests {
         let saved: HashMap<_, _> = b.to_tensors("rb").unwrap().into_iter().collect();
         let mut c = ReplayBuffer::new(2, 1, 1, 1);
         c.load_tensors("rb", &saved).unwrap();
-        assert_eq!((c.len, c.pos, c.rewards.clone(), c.actor_obs.clone()), (2, 1, b.rewards.clone(), b.actor_obs.clone()));
+        assert_eq!(
+            (c.len, c.pos, c.rewards.clone(), c.actor_obs.clone()),
+            (2, 1, b.rewards.clone(), b.actor_obs.clone())
+        );
     }
 }

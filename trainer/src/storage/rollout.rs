@@ -25,7 +25,13 @@ pub struct RolloutStorage {
 }
 
 impl RolloutStorage {
-    pub fn new(num_envs: usize, num_steps: usize, actor_dim: usize, critic_dim: usize, action_dim: usize) -> Self {
+    pub fn new(
+        num_envs: usize,
+        num_steps: usize,
+        actor_dim: usize,
+        critic_dim: usize,
+        action_dim: usize,
+    ) -> Self {
         let n = num_envs * num_steps;
         Self {
             num_envs,
@@ -77,7 +83,11 @@ impl RolloutStorage {
         for t in (0..self.num_steps).rev() {
             for e in 0..n {
                 let i = t * n + e;
-                let next_value = if t + 1 == self.num_steps { last_values[e] } else { self.values[i + n] };
+                let next_value = if t + 1 == self.num_steps {
+                    last_values[e]
+                } else {
+                    self.values[i + n]
+                };
                 let not_done = 1.0 - self.dones[i];
                 let delta = self.rewards[i] + not_done * gamma * next_value - self.values[i];
                 adv[e] = delta + not_done * gamma * lam * adv[e];
@@ -100,7 +110,11 @@ impl RolloutStorage {
             v.iter().map(|a| (a - m).powi(2)).sum::<f64>() / v.len() as f64
         };
         let vr = var(&mut self.returns.iter().map(|&r| f64::from(r)));
-        let vd = var(&mut self.returns.iter().zip(&self.values).map(|(&r, &v)| f64::from(r - v)));
+        let vd = var(&mut self
+            .returns
+            .iter()
+            .zip(&self.values)
+            .map(|(&r, &v)| f64::from(r - v)));
         if vr <= 1e-12 { f64::NAN } else { 1.0 - vd / vr }
     }
 }
@@ -112,7 +126,11 @@ pub fn normalize(x: &mut [f32]) {
     }
     let n = x.len() as f64;
     let mean = x.iter().map(|&a| f64::from(a)).sum::<f64>() / n;
-    let var = x.iter().map(|&a| (f64::from(a) - mean).powi(2)).sum::<f64>() / n;
+    let var = x
+        .iter()
+        .map(|&a| (f64::from(a) - mean).powi(2))
+        .sum::<f64>()
+        / n;
     let inv = 1.0 / (var.sqrt() + 1e-8);
     for a in x {
         *a = ((f64::from(*a) - mean) * inv) as f32;
