@@ -1,6 +1,8 @@
 //! Throughput benchmark (`clawrl bench`): raw environment stepping (physics only, same envs and
 //! threads) against the whole training loop, with the loop's time split into physics, policy
-//! (forward passes, sampling, storage) and update, plus candle forward timings per activation.
+//! (forward passes, sampling, storage) and update; the loop is measured under several
+//! `RAYON_NUM_THREADS` settings in the same process (candle reads the variable on every matmul),
+//! and candle's forward and forward+backward costs are timed per activation.
 use std::time::Instant;
 
 use anyhow::Result;
@@ -45,25 +47,71 @@ pub fn raw_env_rate(cfg: &TrainConfig, steps: usize) -> Result<f64> {
     Ok((steps * r.num_envs) as f64 / t.elapsed().as_secs_f64())
 }
 
-/// Mean seconds of one candle forward pass of an MLP `dims` at `batch` rows.
-pub fn forward_time(
+/// Mean seconds of one candle forward pass (and of forward + backward when `backward`) of an
+/// MLP `dims` at `batch` rows.
+pub fn net_time(
     dims: &[usize],
     activation: Activation,
     batch: usize,
     reps: usize,
+    backward: bool,
 ) -> Result<f64> {
     let net = Mlp::new("b", dims, activation, 1.0, &mut Rng::seed_from_u64(0))?;
     let x = Tensor::ones((batch, dims[0]), candle_core::DType::F32, &Device::Cpu)?;
-    let _ = net.forward_detached(&x)?.to_vec2::<f32>()?;
+    let once = || -> Result<()> {
+        if backward {
+            let y = net.forward(&x)?.sqr()?.mean_all()?;
+            let _ = y.backward()?;
+        } else {
+            let _ = net.forward_detached(&x)?.flatten_all()?.to_vec1::<f32>()?;
+        }
+        Ok(())
+    };
+    once()?;
     let t = Instant::now();
     for _ in 0..reps {
-        let _ = net.forward_detached(&x)?.flatten_all()?.to_vec1::<f32>()?;
+        once()?;
     }
     Ok(t.elapsed().as_secs_f64() / reps as f64)
 }
 
-pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<String> {
-    clawrl_policy::init_candle_threads(cfg.run.run.candle_threads);
+/// GFLOP/s of one `[m, k] x [k, n]` candle matmul.
+pub fn matmul_gflops(m: usize, k: usize, n: usize, reps: usize) -> Result<f64> {
+    let a = Tensor::ones((m, k), candle_core::DType::F32, &Device::Cpu)?;
+    let b = Tensor::ones((k, n), candle_core::DType::F32, &Device::Cpu)?;
+    let _ = a.matmul(&b)?;
+    let t = Instant::now();
+    for _ in 0..reps {
+        let _ = a.matmul(&b)?;
+    }
+    Ok(2.0 * (m * k * n * reps) as f64 / t.elapsed().as_secs_f64() / 1e9)
+}
+
+fn set_rayon(value: Option<&str>) {
+    // SAFETY: the benchmark is single-threaded between measurements (the environment threads
+    // are scoped and have ended); candle reads the variable on the calling thread.
+    unsafe {
+        match value {
+            Some(v) => std::env::set_var("RAYON_NUM_THREADS", v),
+            None => std::env::remove_var("RAYON_NUM_THREADS"),
+        }
+    }
+}
+
+struct LoopStats {
+    raw: f64,
+    rate: f64,
+    phys: f64,
+    pol: f64,
+    upd: f64,
+}
+
+fn measure_loop(
+    cfg: &TrainConfig,
+    iterations: usize,
+    rep: usize,
+    rayon: Option<&str>,
+) -> Result<LoopStats> {
     let r = &cfg.run.run;
     let steps_per_iter = cfg
         .ppo
@@ -71,72 +119,103 @@ pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<Strin
         .map(|p| p.num_steps_per_env)
         .or(cfg.sac.as_ref().map(|s| s.num_steps_per_env))
         .unwrap_or(24);
-    let mut raw = Vec::new();
-    let mut loop_rates = Vec::new();
-    let (mut phys, mut pol, mut upd) = (Vec::new(), Vec::new(), Vec::new());
-    for rep in 0..repeats.max(1) {
-        raw.push(raw_env_rate(cfg, steps_per_iter * iterations.max(1))?);
-        let mut c = cfg.clone();
-        c.run.run.max_iterations = iterations + 1;
-        c.run.run.checkpoint_every = 1_000_000;
-        c.run.run.plot_every = 0;
-        let dir = std::env::temp_dir().join(format!("clawrl-bench-{}-{rep}", std::process::id()));
-        let mut runner = Runner::new(c, &dir)?;
-        runner.train(&mut NoHooks)?;
-        let m = &runner.metrics;
-        let col = |k: &str| {
-            m.column(k)
-                .unwrap_or_default()
-                .into_iter()
-                .skip(1)
-                .collect::<Vec<f64>>()
-        };
-        let steps: f64 = (iterations * r.num_envs * steps_per_iter) as f64;
-        let (tp, tq, tu) = (
-            col("t_physics").iter().sum::<f64>(),
-            col("t_policy").iter().sum::<f64>(),
-            col("t_update").iter().sum::<f64>(),
-        );
-        loop_rates.push(steps / (tp + tq + tu));
-        phys.push(tp / (tp + tq + tu));
-        pol.push(tq / (tp + tq + tu));
-        upd.push(tu / (tp + tq + tu));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    let (raw_m, loop_m) = (median(raw), median(loop_rates));
+    let raw = raw_env_rate(cfg, steps_per_iter * iterations.max(1))?;
+    let mut c = cfg.clone();
+    c.run.run.max_iterations = iterations + 1;
+    c.run.run.checkpoint_every = 1_000_000;
+    c.run.run.plot_every = 0;
+    let dir = std::env::temp_dir().join(format!("clawrl-bench-{}-{rep}", std::process::id()));
+    let mut runner = Runner::new(c, &dir)?;
+    // Runner::new sets the variable when it is unset; restore the setting under test.
+    set_rayon(rayon);
+    runner.train(&mut NoHooks)?;
+    let m = &runner.metrics;
+    // The first iteration is a warm-up.
+    let col = |k: &str| {
+        m.column(k)
+            .unwrap_or_default()
+            .into_iter()
+            .skip(1)
+            .sum::<f64>()
+    };
+    let (tp, tq, tu) = (col("t_physics"), col("t_policy"), col("t_update"));
+    let total = tp + tq + tu;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(LoopStats {
+        raw,
+        rate: (iterations * r.num_envs * steps_per_iter) as f64 / total,
+        phys: tp / total,
+        pol: tq / total,
+        upd: tu / total,
+    })
+}
+
+pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<String> {
+    let r = &cfg.run.run;
+    let configured = r.candle_threads.to_string();
+    let settings: Vec<(String, Option<&str>)> = vec![
+        ("unset".into(), None),
+        ("2".into(), Some("2")),
+        (
+            format!("{configured} (run.candle_threads)"),
+            Some(configured.as_str()),
+        ),
+    ];
     let mut out = format!(
-        "task {} / {} | {} envs, {} env threads, RAYON_NUM_THREADS={} | {} iterations x {} steps/env, median of {}\n\n",
+        "task {} / {} | {} envs, {} env threads | {} measured iterations (+1 warm-up), median of {}\n\n",
         r.task,
         r.algorithm,
         r.num_envs,
         r.env_threads,
-        std::env::var("RAYON_NUM_THREADS").unwrap_or_default(),
         iterations,
-        steps_per_iter,
-        repeats
+        repeats.max(1)
     );
-    out += "| measure | value |\n|---|---|\n";
-    out += &format!("| raw env stepping (physics only) | {raw_m:.0} env steps/s |\n");
-    out += &format!("| full training loop | {loop_m:.0} env steps/s |\n");
-    out += &format!("| loop / raw | {:.0} % |\n", 100.0 * loop_m / raw_m);
-    out += &format!(
-        "| loop time: physics / policy / update | {:.0} % / {:.0} % / {:.0} % |\n",
-        100.0 * median(phys),
-        100.0 * median(pol),
-        100.0 * median(upd)
-    );
+    out += "| RAYON_NUM_THREADS | raw env steps/s (physics only) | training loop env steps/s | loop / raw | physics / policy / update share of loop |\n|---|---|---|---|---|\n";
+    for (label, value) in &settings {
+        set_rayon(*value);
+        let mut runs = Vec::new();
+        for rep in 0..repeats.max(1) {
+            runs.push(measure_loop(cfg, iterations, rep, *value)?);
+        }
+        let med = |f: &dyn Fn(&LoopStats) -> f64| median(runs.iter().map(f).collect());
+        let (raw, rate) = (med(&|s| s.raw), med(&|s| s.rate));
+        out += &format!(
+            "| {label} | {raw:.0} | {rate:.0} | {:.0} % | {:.0} % / {:.0} % / {:.0} % |\n",
+            100.0 * rate / raw,
+            100.0 * med(&|s| s.phys),
+            100.0 * med(&|s| s.pol),
+            100.0 * med(&|s| s.upd)
+        );
+    }
+    set_rayon(Some(&configured));
     let p = &cfg.run.policy;
     let spec = crate::task::spec(cfg)?;
     let mut dims = vec![spec.obs_dim(crate::algorithms::layout(p.actor_obs))];
     dims.extend(&p.actor_hidden);
     dims.push(spec.action_dim);
+    let mb = cfg
+        .ppo
+        .as_ref()
+        .map(|c| r.num_envs * c.num_steps_per_env / c.num_mini_batches)
+        .unwrap_or(256);
+    out += &format!(
+        "\ncandle, RAYON_NUM_THREADS={configured}: actor {dims:?}\n\n| activation | forward, batch {} (rollout) | forward + backward, batch {mb} (minibatch) |\n|---|---|---|\n",
+        r.num_envs
+    );
     for act in [Activation::Elu, Activation::Relu, Activation::Tanh] {
-        let t = forward_time(&dims, act, r.num_envs, 200)?;
-        out += &format!(
-            "| candle actor forward {dims:?} {act:?}, batch {} | {:.1} us |\n",
-            r.num_envs,
-            t * 1e6
-        );
+        let f = net_time(&dims, act, r.num_envs, 200, false)?;
+        let b = net_time(&dims, act, mb, 30, true)?;
+        out += &format!("| {act:?} | {:.0} us | {:.0} us |\n", f * 1e6, b * 1e6);
     }
+    let h = p.actor_hidden[0];
+    out += &format!(
+        "\nmatmul [{mb} x {h}] x [{h} x {h}]: {:.1} GFLOP/s; [{} x {}] x [{} x {h}]: {:.1} GFLOP/s; [4096 x 256] x [256 x 256]: {:.1} GFLOP/s\n",
+        matmul_gflops(mb, h, h, 200)?,
+        r.num_envs,
+        dims[0],
+        dims[0],
+        matmul_gflops(r.num_envs, dims[0], h, 500)?,
+        matmul_gflops(4096, 256, 256, 10)?
+    );
     Ok(out)
 }
