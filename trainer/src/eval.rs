@@ -138,7 +138,7 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
     let mut state = vec![Running::default(); m];
     let mut report = EvalReport::default();
     let mut gait = Gait::default();
-    let mut recording = opts.gait_plot.is_some();
+    let mut recording = opts.gait_seconds > 0.0;
     let start_episode = |env: &mut Box<dyn Env>, k: usize, st: &mut Running| -> Result<()> {
         env.reset_in_place(derive_seed(opts.seed, k as u64));
         if let Some(c) = &opts.command {
