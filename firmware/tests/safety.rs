@@ -441,3 +441,30 @@ fn an_oversized_fast_sync_read_is_dropped_without_work() {
     // The link still works.
     assert_eq!(rig.send(1, Command::Ping).len(), 1);
 }
+
+#[test]
+fn bulk_read_answers_each_entry_in_order() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    let mut raw = vec![13u8];
+    raw.extend_from_slice(&servo::PRESENT_POSITION.to_le_bytes());
+    raw.extend_from_slice(&4u16.to_le_bytes());
+    raw.push(BOARD);
+    raw.extend_from_slice(&board::SAFETY_STATE.to_le_bytes());
+    raw.extend_from_slice(&1u16.to_le_bytes());
+    let answers = rig.send(
+        0xFE,
+        Command::BulkRead(clawrl_protocol::command::BulkRead { raw: &raw }),
+    );
+    assert_eq!(answers.len(), 2);
+    assert_eq!(
+        (
+            answers[0].0,
+            i32::from_le_bytes(answers[0].2.clone().try_into().unwrap())
+        ),
+        (13, rad_to_ticks(0.6))
+    );
+    assert_eq!(
+        (answers[1].0, answers[1].2.clone()),
+        (BOARD, vec![board::state::IDLE])
+    );
+}
