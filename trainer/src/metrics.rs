@@ -108,6 +108,18 @@ impl Metrics {
     }
 }
 
+/// 1234567 -> "1.23M": short axis labels for step counts.
+fn si(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.0}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
 fn finite_range(v: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for x in v.filter(|x| x.is_finite()) {
@@ -185,6 +197,7 @@ pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
             chart
                 .configure_mesh()
                 .x_desc("env steps")
+                .x_label_formatter(&|x| si(*x))
                 .x_labels(5)
                 .y_labels(6)
                 .label_style(("sans-serif", 12))
