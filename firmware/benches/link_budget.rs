@@ -285,9 +285,73 @@ fn packet_costs(c: &mut Controller) {
     println!();
 }
 
+/// Round trips of the recommended cycle through the virtual board on a pseudo-terminal: the
+/// firmware's real loop and the OS, no baud-rate limit. Shows the software's share of a cycle.
+fn pty_round_trips() {
+    use clawrl_firmware::virtual_board::{ServoModel, VirtualBoard};
+    use std::io::{Read, Write};
+    let config = FirmwareConfig {
+        watchdog_ms: 1000,
+        ..FirmwareConfig::claw_foot()
+    };
+    let board = VirtualBoard::spawn_on_pty(config.clone(), ServoModel::new(&config)).unwrap();
+    let mut port = serialport::new(board.path(), 1_000_000)
+        .timeout(std::time::Duration::from_millis(200))
+        .open_native()
+        .unwrap();
+    let raw = goals_raw();
+    let mut request = vec![0u8; 256];
+    let n = Command::SyncWrite(SyncWrite {
+        address: servo::GOAL_POSITION,
+        length: 4,
+        raw: &raw,
+    })
+    .encode(0xFE, &mut request)
+    .unwrap();
+    let m = Command::Read {
+        address: board::ROBOT_STATE,
+        length: board::ROBOT_STATE_LEN,
+    }
+    .encode(100, &mut request[n..])
+    .unwrap();
+    request.truncate(n + m);
+    let mut samples = Vec::new();
+    let mut decoder: Decoder<1024> = Decoder::new();
+    let mut chunk = [0u8; 512];
+    for _ in 0..2000 {
+        let t = Instant::now();
+        port.write_all(&request).unwrap();
+        let mut done = false;
+        while !done {
+            let got = port.read(&mut chunk).unwrap();
+            for &b in &chunk[..got] {
+                decoder.push(b);
+                while let Some(event) = decoder.next_event() {
+                    done |= matches!(event, Ok(p) if p.id == 100);
+                }
+            }
+        }
+        samples.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    samples.sort_by(f64::total_cmp);
+    let q = |p: f64| samples[((samples.len() - 1) as f64 * p) as usize];
+    println!("## Recommended cycle over the virtual board's pty (2000 cycles)\n");
+    println!("| p50 | p90 | p99 | max |");
+    println!("|---|---|---|---|");
+    println!(
+        "| {:.0} us | {:.0} us | {:.0} us | {:.0} us |",
+        q(0.5),
+        q(0.9),
+        q(0.99),
+        q(1.0)
+    );
+    println!();
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` would pass nothing else we need.
     let mut c = controller();
     link_budget(&mut c);
     packet_costs(&mut c);
+    pty_round_trips();
 }
