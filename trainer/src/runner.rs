@@ -70,8 +70,22 @@ pub fn policy_config(cfg: &TrainConfig, spec: &clawrl_sim::EnvSpec) -> PolicyCon
 }
 
 impl Runner {
-    /// A fresh run writing to `out_dir`.
+    /// A fresh run writing to `out_dir`. Refuses a directory that already holds checkpoints
+    /// (continue it with [`Runner::resume`] or choose another directory).
     pub fn new(cfg: TrainConfig, out_dir: &Path) -> Result<Self> {
+        if let Some(p) = checkpoint::latest(out_dir) {
+            anyhow::bail!(
+                "{} already holds a run ({}): continue it with `--resume {}` or train into another `--out`",
+                out_dir.display(),
+                p.display(),
+                out_dir.display()
+            );
+        }
+        let _ = std::fs::remove_file(out_dir.join("metrics.csv"));
+        Self::build(cfg, out_dir)
+    }
+
+    fn build(cfg: TrainConfig, out_dir: &Path) -> Result<Self> {
         clawrl_policy::init_candle_threads(cfg.run.run.candle_threads);
         let r = &cfg.run.run;
         let mut rng = Rng::seed_from_u64(r.seed);
@@ -103,7 +117,6 @@ impl Runner {
         std::fs::create_dir_all(out_dir)
             .with_context(|| format!("creating {}", out_dir.display()))?;
         std::fs::write(out_dir.join("config.toml"), toml::to_string(&cfg)?)?;
-        let _ = std::fs::remove_file(out_dir.join("metrics.csv"));
         Ok(Self {
             cfg,
             out_dir: out_dir.to_path_buf(),
@@ -147,7 +160,7 @@ impl Runner {
         } else {
             dir.to_path_buf()
         };
-        let mut runner = Self::new(cfg, &out_dir)?;
+        let mut runner = Self::build(cfg, &out_dir)?;
         runner
             .alg
             .load(&tensors)

@@ -130,7 +130,10 @@ fn non_finite_loss_stops_and_keeps_last_good_checkpoint() {
         .to_vec1::<f32>()
         .unwrap();
     assert!(w.iter().all(|x| x.is_finite()));
-    // The run continues from it.
+    // A fresh run refuses the directory; the run continues from the checkpoint.
+    let again = common::config("cartpole_ppo.toml", &[]);
+    let e = Runner::new(again, &dir).err().unwrap().to_string();
+    assert!(e.contains("--resume"), "{e}");
     let mut resumed = Runner::resume(&dir, &["run.max_iterations=4".to_string()]).unwrap();
     assert_eq!(resumed.iteration, 2);
     resumed.train(&mut NoHooks).unwrap();
