@@ -104,6 +104,8 @@ struct LoopStats {
     phys: f64,
     pol: f64,
     upd: f64,
+    /// Shares of the update: forward + loss, backward, clip + optimiser (PPO only).
+    upd_split: [f64; 3],
 }
 
 fn measure_loop(
@@ -140,6 +142,11 @@ fn measure_loop(
     };
     let (tp, tq, tu) = (col("t_physics"), col("t_policy"), col("t_update"));
     let total = tp + tq + tu;
+    let upd_split = [
+        col("t_update_loss") / tu,
+        col("t_update_backward") / tu,
+        col("t_update_optim") / tu,
+    ];
     let _ = std::fs::remove_dir_all(&dir);
     Ok(LoopStats {
         raw,
@@ -147,6 +154,7 @@ fn measure_loop(
         phys: tp / total,
         pol: tq / total,
         upd: tu / total,
+        upd_split,
     })
 }
 
@@ -170,7 +178,7 @@ pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<Strin
         iterations,
         repeats.max(1)
     );
-    out += "| RAYON_NUM_THREADS | raw env steps/s (physics only) | training loop env steps/s | loop / raw | physics / policy / update share of loop |\n|---|---|---|---|---|\n";
+    out += "| RAYON_NUM_THREADS | raw env steps/s (physics only) | training loop env steps/s | loop / raw | physics / policy / update share of loop | update: forward+loss / backward / clip+Adam |\n|---|---|---|---|---|---|\n";
     for (label, value) in &settings {
         set_rayon(*value);
         let mut runs = Vec::new();
@@ -180,11 +188,14 @@ pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<Strin
         let med = |f: &dyn Fn(&LoopStats) -> f64| median(runs.iter().map(f).collect());
         let (raw, rate) = (med(&|s| s.raw), med(&|s| s.rate));
         out += &format!(
-            "| {label} | {raw:.0} | {rate:.0} | {:.0} % | {:.0} % / {:.0} % / {:.0} % |\n",
+            "| {label} | {raw:.0} | {rate:.0} | {:.0} % | {:.0} % / {:.0} % / {:.0} % | {:.0} % / {:.0} % / {:.0} % |\n",
             100.0 * rate / raw,
             100.0 * med(&|s| s.phys),
             100.0 * med(&|s| s.pol),
-            100.0 * med(&|s| s.upd)
+            100.0 * med(&|s| s.upd),
+            100.0 * med(&|s| s.upd_split[0]),
+            100.0 * med(&|s| s.upd_split[1]),
+            100.0 * med(&|s| s.upd_split[2])
         );
     }
     set_rayon(Some(&configured));

@@ -160,7 +160,7 @@ pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
         m.columns
             .iter()
             .map(String::as_str)
-            .filter(|c| !fixed.contains(c) && !skip.contains(c))
+            .filter(|c| !fixed.contains(c) && !skip.contains(c) && !c.starts_with("t_"))
             .take(6),
     );
     let x = m

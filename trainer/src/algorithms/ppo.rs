@@ -218,6 +218,8 @@ impl Algorithm for Ppo {
         let (mut sum_pl, mut sum_vl, mut sum_ent, mut sum_kl, mut sum_clip, mut sum_gn) =
             (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
         let mut count = 0usize;
+        // Seconds spent in forward + loss, backward, and clipping + optimiser step.
+        let (mut t_loss, mut t_backward, mut t_optim) = (0.0, 0.0, 0.0);
         let mut buf = vec![Vec::new(); 9];
         for _epoch in 0..c.num_learning_epochs {
             // Fisher-Yates permutation from the run's RNG.
@@ -248,6 +250,7 @@ impl Algorithm for Ppo {
                 let returns = Tensor::from_slice(&buf[5], mb, &DEV)?;
                 let old_values = Tensor::from_slice(&buf[6], mb, &DEV)?;
 
+                let t0 = std::time::Instant::now();
                 let dist = self.policy.distribution(&obs_a)?;
                 // Measured KL(old || new) on this minibatch; adapts the learning rate (rsl_rl).
                 let new_mean: Vec<f32> = dist.mean.flatten_all()?.to_vec1()?;
@@ -302,10 +305,15 @@ impl Algorithm for Ppo {
                 }
                 let loss_value = f64::from(loss.to_scalar::<f32>()?);
                 check_finite("PPO loss", loss_value, iteration)?;
+                let t1 = std::time::Instant::now();
                 let mut grads = loss.backward()?;
+                let t2 = std::time::Instant::now();
                 let grad_norm = clip_grad_norm(&mut grads, &params, c.max_grad_norm)?;
                 check_finite("gradient norm", grad_norm, iteration)?;
                 self.opt.step(&grads)?;
+                t_loss += (t1 - t0).as_secs_f64();
+                t_backward += (t2 - t1).as_secs_f64();
+                t_optim += t2.elapsed().as_secs_f64();
 
                 let ratio_v: Vec<f32> = ratio.to_vec1()?;
                 let clip_frac = ratio_v
@@ -344,6 +352,9 @@ impl Algorithm for Ppo {
             ("learning_rate", self.opt.lr),
             ("explained_variance", explained_variance),
             ("action_std", std.unwrap_or(f64::NAN)),
+            ("t_update_loss", t_loss),
+            ("t_update_backward", t_backward),
+            ("t_update_optim", t_optim),
         ])
     }
 
