@@ -149,7 +149,7 @@ fn killed_training_never_leaves_a_corrupt_checkpoint() {
     let bin = env!("CARGO_BIN_EXE_clawrl");
     let cfg = common::repo().join("configs/run/cartpole_ppo.toml");
     let mut resumed_once = false;
-    for delay_ms in [700u64, 1100, 1500] {
+    for delay_ms in [600u64, 1000, 1500, 3000] {
         let mut cmd = std::process::Command::new(bin);
         cmd.env("RAYON_NUM_THREADS", "1")
             .arg("train")
