@@ -29,7 +29,12 @@ fn err(path: &Path, set: &[&str]) -> clawrl_config::ConfigError {
 
 #[test]
 fn shipped_configs_load() {
-    for f in ["cartpole_ppo.toml", "cartpole_sac.toml"] {
+    for f in [
+        "cartpole_ppo.toml",
+        "cartpole_sac.toml",
+        "quadruped_flat_ppo.toml",
+        "quadruped_flat_sac.toml",
+    ] {
         common::config(f, &[]);
     }
 }
