@@ -57,6 +57,7 @@ impl CartPole {
             action_names: vec!["push".into()],
             control_dt: model.opt().timestep * DECIMATION as f64,
             max_episode_steps: MAX_STEPS,
+            reward_terms: vec!["alive".into()],
         };
         Self {
             spec,

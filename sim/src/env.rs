@@ -25,6 +25,8 @@ pub struct EnvSpec {
     pub control_dt: f64,
     /// Steps after which an episode is truncated.
     pub max_episode_steps: usize,
+    /// Names of the reward terms, in the order of [`EpisodeLog::terms`].
+    pub reward_terms: Vec<String>,
 }
 
 impl EnvSpec {

@@ -39,6 +39,8 @@ pub struct Runner {
     pub metrics: Metrics,
     returns: VecDeque<f64>,
     lengths: VecDeque<f64>,
+    /// Recent per-episode sums of each named reward term (logged as `rew_<term>` columns).
+    terms: Vec<(String, VecDeque<f64>)>,
     /// Show an indicatif progress bar (otherwise log a line every 10 iterations).
     pub progress: bool,
 }
@@ -114,6 +116,12 @@ impl Runner {
             (None, None) => anyhow::bail!("the config names no algorithm section"),
         };
         let venv = Self::make_venv(&cfg, envs, 0);
+        let terms = venv
+            .spec()
+            .reward_terms
+            .iter()
+            .map(|t| (t.clone(), VecDeque::new()))
+            .collect();
         std::fs::create_dir_all(out_dir)
             .with_context(|| format!("creating {}", out_dir.display()))?;
         std::fs::write(out_dir.join("config.toml"), toml::to_string(&cfg)?)?;
@@ -129,6 +137,7 @@ impl Runner {
             metrics: Metrics::default(),
             returns: VecDeque::new(),
             lengths: VecDeque::new(),
+            terms,
             progress: false,
         })
     }
@@ -175,6 +184,11 @@ impl Runner {
             |s: &str| -> VecDeque<f64> { s.split(',').filter_map(|x| x.parse().ok()).collect() };
         runner.returns = parse(get("recent_returns")?);
         runner.lengths = parse(get("recent_lengths")?);
+        for (name, window) in runner.terms.iter_mut() {
+            if let Ok(v) = get(&format!("recent_term_{name}")) {
+                *window = parse(v);
+            }
+        }
         let envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
         runner.venv = Self::make_venv(&runner.cfg, envs, runner.iteration);
         tracing::info!(
@@ -237,6 +251,9 @@ impl Runner {
                 for log in batch.finished.iter().flatten() {
                     push_window(&mut self.returns, log.total);
                     push_window(&mut self.lengths, log.steps as f64);
+                    for ((_, window), (_, sum)) in self.terms.iter_mut().zip(&log.terms) {
+                        push_window(window, *sum);
+                    }
                     finished += 1;
                 }
                 t_pol += (t1 - t0).as_secs_f64() + t2.elapsed().as_secs_f64();
@@ -266,6 +283,12 @@ impl Runner {
                 ("t_update", t_update),
             ];
             row.extend(stats.iter().copied());
+            let term_columns: Vec<(String, f64)> = self
+                .terms
+                .iter()
+                .map(|(name, window)| (format!("rew_{name}"), mean(window)))
+                .collect();
+            row.extend(term_columns.iter().map(|(k, v)| (k.as_str(), *v)));
             self.metrics.push(&row)?;
             self.metrics
                 .append_last(&self.out_dir.join("metrics.csv"))?;
@@ -359,6 +382,9 @@ impl Runner {
         meta.insert("metrics_csv".into(), self.metrics.to_csv());
         meta.insert("recent_returns".into(), join(&self.returns));
         meta.insert("recent_lengths".into(), join(&self.lengths));
+        for (name, window) in &self.terms {
+            meta.insert(format!("recent_term_{name}"), join(window));
+        }
         let path = checkpoint::save(
             &self.out_dir,
             self.iteration,

@@ -111,6 +111,7 @@ impl QuadrupedEnv {
             action_names: servo_names(),
             control_dt: physics_dt * cfg.env.decimation as f64,
             max_episode_steps: cfg.max_episode_steps(physics_dt),
+            reward_terms: TERMS.iter().map(|t| t.to_string()).collect(),
         };
         let mut r = rng(0);
         let params = EpisodeParams::draw(&cfg, &mut r);
