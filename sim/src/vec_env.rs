@@ -233,6 +233,10 @@ impl<E: Env> VecEnv<E> {
         }
         let chunk = work.len().div_ceil(self.threads);
         let f = &f;
+        // The first chunk runs on the calling thread, which would otherwise only wait: one
+        // thread fewer to spawn and join per step.
+        let rest = work.split_off(chunk.min(work.len()));
+        let first = std::mem::replace(&mut work, rest);
         std::thread::scope(|scope| {
             while !work.is_empty() {
                 let rest = work.split_off(chunk.min(work.len()));
@@ -242,6 +246,9 @@ impl<E: Env> VecEnv<E> {
                         f(slot, i, row);
                     }
                 });
+            }
+            for (i, slot, row) in first {
+                f(slot, i, row);
             }
         });
     }
