@@ -88,6 +88,11 @@ pub struct FirmwareConfig {
     pub pwm_period_us: f32,
     /// Feedback of consecutive ticks the IMU may fail to answer before a fault latches.
     pub imu_fail_ticks: u16,
+    /// A servo's position feedback is implausible when it is not a number or further than this
+    /// beyond the servo's hard limits (a broken potentiometer wire reads an end of the ADC's
+    /// range); for `feedback_fail_ticks` consecutive ticks, the Feedback fault latches.
+    pub feedback_margin_rad: f32,
+    pub feedback_fail_ticks: u16,
 }
 
 /// Claw-foot robot joint limits (rad): legs FL, FR, RL, RR x (hip abduction, hip pitch, knee),
@@ -123,6 +128,8 @@ impl FirmwareConfig {
             damp_time_constant_s: 0.2,
             pwm_period_us: 3333.0,
             imu_fail_ticks: 100,
+            feedback_margin_rad: 0.5,
+            feedback_fail_ticks: 10,
         }
     }
 

@@ -107,7 +107,7 @@ impl Controller {
                 .check(now_us, &health, &self.config, self.fault_inject as u16)
         {
             self.fault_log.record(tripped, now_us);
-            self.flag_servo_errors(tripped.flag);
+            self.flag_servo_errors(tripped);
         }
         self.outputs(dt_s)
     }
@@ -130,22 +130,38 @@ impl Controller {
             .servos
             .iter()
             .position(|s| s.present.temperature_c > s.temperature_limit_c.min(limit) as f32);
+        let margin = self.config.feedback_margin_rad;
+        let bad_feedback = self
+            .servos
+            .iter()
+            .zip(&self.config.servos)
+            .position(|(s, c)| {
+                let rad = s.present.position_rad;
+                // Written so that NaN counts as implausible.
+                !(rad >= c.min_rad - margin && rad <= c.max_rad + margin)
+            });
         Health {
             over_temperature,
             supply_mv: self.supply_mv,
             imu_ok: self.imu_ok,
+            bad_feedback,
         }
     }
 
-    /// Sets the X-series Hardware Error Status bits a board fault implies.
-    fn flag_servo_errors(&mut self, flag: u16) {
+    /// Sets the X-series Hardware Error Status bits a board fault implies: on every servo for
+    /// the supply and temperature, on the servo to blame for its feedback.
+    fn flag_servo_errors(&mut self, tripped: crate::safety::Tripped) {
         use clawrl_protocol::table::board::fault;
         use clawrl_protocol::table::servo::hw_error;
-        let bit = match flag {
-            fault::OVER_TEMPERATURE => hw_error::OVERHEATING,
-            fault::UNDER_VOLTAGE => hw_error::INPUT_VOLTAGE,
-            _ => return,
-        };
+        match (tripped.flag, tripped.servo) {
+            (fault::OVER_TEMPERATURE, _) => self.flag_all_servos(hw_error::OVERHEATING),
+            (fault::UNDER_VOLTAGE, _) => self.flag_all_servos(hw_error::INPUT_VOLTAGE),
+            (fault::FEEDBACK, Some(i)) => self.servos[i].hw_error |= hw_error::ENCODER,
+            _ => {}
+        }
+    }
+
+    fn flag_all_servos(&mut self, bit: u8) {
         for servo in &mut self.servos {
             servo.hw_error |= bit;
         }
@@ -216,16 +232,19 @@ impl Controller {
         Ok(())
     }
 
-    /// Soft reset, as REBOOT to the board: back through Boot to Idle with defaults.
-    /// An e-stop stays latched: only CLEAR releases it.
+    /// Soft reset, as REBOOT to the board: back through Boot to Idle with defaults. Latched
+    /// faults and e-stop stay latched, with the servos' Hardware Error Status: only CLEAR
+    /// releases them.
     pub fn reboot(&mut self) {
         let simulated = self.simulated;
-        let estopped = self.state() == SafetyState::EStop;
+        let faults = self.safety.faults();
+        let hw_errors = self.servos.map(|s| s.hw_error);
         *self = Self::new(self.config.clone());
         self.simulated = simulated;
         self.finish_boot();
-        if estopped {
-            let _ = self.safety.command(command::ESTOP, self.now_us);
+        self.safety.relatch(faults);
+        for (servo, hw_error) in self.servos.iter_mut().zip(hw_errors) {
+            servo.hw_error = hw_error;
         }
     }
 

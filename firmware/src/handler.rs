@@ -116,10 +116,8 @@ impl Controller {
 
     fn reboot_device(&mut self, device: Device) {
         match device {
-            Device::Servo(i) => {
-                self.servos[i].hw_error = 0;
-                self.servos[i].torque_enabled = false;
-            }
+            // Hardware Error Status mirrors latched board faults: only CLEAR releases it.
+            Device::Servo(i) => self.servos[i].torque_enabled = false,
             Device::Board => self.reboot(),
         }
     }

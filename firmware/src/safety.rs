@@ -1,6 +1,7 @@
 //! The safety state machine: boot -> idle (torque off) -> enabled -> fault / e-stop. It moves only
 //! on explicit commands or on faults, and faults latch until an explicit CLEAR, which returns to
-//! idle, never straight to enabled.
+//! idle, never straight to enabled. Neither traffic nor REBOOT clears a latched fault. The rules
+//! as a table: PROTOCOL.md, "Safety rules"; `tests/safety_rules.rs` walks every row.
 
 use crate::config::{FirmwareConfig, SafeBehaviour};
 use clawrl_protocol::table::board::{command, fault, state};
@@ -45,6 +46,8 @@ pub struct Health {
     pub over_temperature: Option<usize>,
     pub supply_mv: u16,
     pub imu_ok: bool,
+    /// The first servo (index) whose position feedback is implausible this tick.
+    pub bad_feedback: Option<usize>,
 }
 
 /// A fault that just latched: which flag, and which servo if one is to blame.
@@ -63,6 +66,7 @@ pub struct Safety {
     last_command_us: u64,
     undervoltage_ticks: u16,
     imu_fail_ticks: u16,
+    feedback_fail_ticks: u16,
 }
 
 impl Safety {
@@ -75,6 +79,7 @@ impl Safety {
             last_command_us: 0,
             undervoltage_ticks: 0,
             imu_fail_ticks: 0,
+            feedback_fail_ticks: 0,
         }
     }
 
@@ -187,31 +192,49 @@ impl Safety {
         if self.imu_fail_ticks >= config.imu_fail_ticks || inject & fault::IMU != 0 {
             trip(fault::IMU, None, self);
         }
+        self.feedback_fail_ticks = match health.bad_feedback {
+            Some(_) => self.feedback_fail_ticks.saturating_add(1),
+            None => 0,
+        };
+        if self.feedback_fail_ticks >= config.feedback_fail_ticks || inject & fault::FEEDBACK != 0 {
+            trip(fault::FEEDBACK, health.bad_feedback, self);
+        }
         tripped
     }
 
-    fn latch(&mut self, flag: u16) {
-        self.faults |= flag;
-        if flag == fault::ESTOP {
+    /// Latches the causes in `flags` (one or several bits of `fault`).
+    fn latch(&mut self, flags: u16) {
+        self.faults |= flags;
+        if flags & fault::ESTOP != 0 {
             self.state = SafetyState::EStop;
         } else if self.state != SafetyState::EStop {
             self.state = SafetyState::Fault;
         }
     }
 
-    /// How the outputs are driven now. With several causes latched, the most conservative
-    /// behaviour wins (hold < damp < limp).
+    /// Latches again, after a REBOOT, the causes that were latched before it: a reboot never
+    /// clears a fault.
+    pub fn relatch(&mut self, flags: u16) {
+        if flags != 0 {
+            self.latch(flags);
+        }
+    }
+
+    /// How the outputs are driven now. With several causes latched (e-stop included), the most
+    /// conservative behaviour wins (hold < damp < limp).
     pub fn output_mode(&self, config: &FirmwareConfig) -> OutputMode {
         match self.state {
             SafetyState::Enabled => OutputMode::Track,
             SafetyState::Boot | SafetyState::Idle => OutputMode::Safe(SafeBehaviour::Limp),
-            SafetyState::EStop => OutputMode::Safe(config.estop_behaviour),
-            SafetyState::Fault => {
+            SafetyState::Fault | SafetyState::EStop => {
                 let mut behaviour = SafeBehaviour::Hold;
                 if self.faults & fault::WATCHDOG != 0 {
                     behaviour = behaviour.max(self.watchdog_behaviour);
                 }
-                if self.faults & !fault::WATCHDOG != 0 {
+                if self.faults & fault::ESTOP != 0 {
+                    behaviour = behaviour.max(config.estop_behaviour);
+                }
+                if self.faults & !(fault::WATCHDOG | fault::ESTOP) != 0 {
                     behaviour = behaviour.max(config.fault_behaviour);
                 }
                 OutputMode::Safe(behaviour)

@@ -13,9 +13,15 @@ pub fn clamp_to_limits(rad: f32, min: f32, max: f32) -> f32 {
     }
 }
 
-/// Moves `from` towards `to` by at most `max_step`.
+/// Moves `from` towards `to` by at most `max_step`; towards NaN (a dead sensor under damp) it
+/// stays where it is.
 pub fn slew(from: f32, to: f32, max_step: f32) -> f32 {
-    from + (to - from).clamp(-max_step, max_step)
+    let delta = to - from;
+    if delta.is_nan() {
+        from
+    } else {
+        from + delta.clamp(-max_step, max_step)
+    }
 }
 
 /// Soft limits that would be inverted or wider than the configured hard ones.

@@ -17,6 +17,11 @@ fn put(out: &mut [u8], address: u16, bytes: &[u8]) {
     out[address as usize..address as usize + bytes.len()].copy_from_slice(bytes);
 }
 
+/// Position ticks of a measured angle; a dead sensor's infinity must not overflow.
+fn present_ticks(rad: f32) -> i32 {
+    units::rad_to_ticks(rad.clamp(-1.0e5, 1.0e5))
+}
+
 fn clamp_i16(v: f32) -> i16 {
     units::libm_round(v).clamp(i16::MIN as i32, i16::MAX as i32) as i16
 }
@@ -97,7 +102,7 @@ impl Controller {
         put(
             out,
             servo::PRESENT_POSITION,
-            &units::rad_to_ticks(s.present.position_rad).to_le_bytes(),
+            &present_ticks(s.present.position_rad).to_le_bytes(),
         );
         put(
             out,
@@ -198,7 +203,7 @@ impl Controller {
     fn render_mirror(&self, out: &mut [u8]) {
         for (i, s) in self.servos.iter().enumerate() {
             let at = board::SERVO_MIRROR + i as u16 * board::SERVO_MIRROR_ENTRY_LEN;
-            let ticks = units::rad_to_ticks(s.present.position_rad)
+            let ticks = present_ticks(s.present.position_rad)
                 .clamp(i16::MIN as i32, i16::MAX as i32) as i16;
             let velocity = units::rad_per_s_to_velocity_units(s.velocity_rad_s)
                 .clamp(i16::MIN as i32, i16::MAX as i32) as i16;

@@ -468,3 +468,469 @@ fn bulk_read_answers_each_entry_in_order() {
         (BOARD, vec![board::state::IDLE])
     );
 }
+
+// ---- Pins of issue 13: each test below fails under a deliberate bug in the safety path. ----
+
+const RESULT_FAIL_ALERT: u8 = ErrorCode::ResultFail as u8 | 0x80;
+
+fn pulse_of(config: &FirmwareConfig, i: usize, rad: f32) -> u16 {
+    config.servos[i].calibration.pulse_us(rad).round() as u16
+}
+
+fn command(rig: &mut Rig, cmd: u8) -> u8 {
+    rig.write(BOARD, board::SAFETY_COMMAND, &[cmd])
+}
+
+/// Latches `flag` the way the real sensor would (the watchdog by silence, the others by their
+/// sensors), from Enabled.
+fn trip(rig: &mut Rig, flag: u16) {
+    match flag {
+        board::fault::WATCHDOG => rig.advance_ms(2000),
+        board::fault::OVER_TEMPERATURE => {
+            rig.sensors.0.borrow_mut().servos[4].temperature_c = 90.0;
+            rig.advance_ms(1);
+        }
+        board::fault::UNDER_VOLTAGE => {
+            rig.sensors.0.borrow_mut().supply_mv = 5000;
+            rig.advance_ms(50);
+        }
+        board::fault::IMU => {
+            rig.sensors.0.borrow_mut().imu = None;
+            rig.advance_ms(100);
+        }
+        board::fault::FEEDBACK => {
+            rig.set_position(6, f32::NAN);
+            rig.advance_ms(10);
+        }
+        _ => unreachable!(),
+    }
+    assert_eq!(rig.fw.controller().faults(), flag);
+}
+
+const SENSOR_FAULTS: [u16; 5] = [
+    board::fault::WATCHDOG,
+    board::fault::OVER_TEMPERATURE,
+    board::fault::UNDER_VOLTAGE,
+    board::fault::IMU,
+    board::fault::FEEDBACK,
+];
+
+#[test]
+fn enable_and_torque_enable_are_refused_while_a_fault_is_latched() {
+    for flag in SENSOR_FAULTS {
+        let mut rig = Rig::new(config_with_watchdog(1000, SafeBehaviour::Limp));
+        enable(&mut rig);
+        trip(&mut rig, flag);
+        assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
+        assert_eq!(
+            command(&mut rig, board::command::ENABLE),
+            RESULT_FAIL_ALERT,
+            "ENABLE with fault {flag:#x}"
+        );
+        assert_eq!(
+            rig.write(2, servo::TORQUE_ENABLE, &[1]) & 0x7F,
+            ErrorCode::ResultFail as u8,
+            "Torque Enable with fault {flag:#x}"
+        );
+        rig.advance_ms(20);
+        assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
+        assert_eq!(rig.pulses(), [0; 16], "fault {flag:#x}: outputs stay off");
+        let (_, err, state) = rig.read(BOARD, board::SAFETY_STATE, 1);
+        assert_eq!((err, state[0]), (0x80, board::state::FAULT));
+    }
+}
+
+#[test]
+fn the_estop_stops_outputs_from_following_their_goals() {
+    for behaviour in [
+        SafeBehaviour::Hold,
+        SafeBehaviour::Damp,
+        SafeBehaviour::Limp,
+    ] {
+        let config = FirmwareConfig {
+            estop_behaviour: behaviour,
+            ..config_with_watchdog(1000, SafeBehaviour::Hold)
+        };
+        let mut rig = Rig::new(config.clone());
+        enable(&mut rig);
+        // Hip pitch (index 1) sits at 0.3 rad; on its way to 1.8 rad when the e-stop comes.
+        sync_write_goals(&mut rig, &[(2, 1.8)]);
+        rig.advance_ms(20);
+        let at_estop = rig.pulse(1);
+        assert!(at_estop > pulse_of(&config, 1, 0.4), "{at_estop}");
+        assert_eq!(command(&mut rig, board::command::ESTOP), 0x80);
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            rig.advance_ms(1);
+            seen.push(rig.pulse(1));
+        }
+        match behaviour {
+            SafeBehaviour::Hold => assert!(seen.iter().all(|&p| p == at_estop), "{seen:?}"),
+            SafeBehaviour::Damp => {
+                // Falls back towards the measured 0.3 rad, never on towards the goal.
+                assert!(seen.windows(2).all(|w| w[1] <= w[0]), "{seen:?}");
+                assert!(seen[0] <= at_estop);
+                let last = *seen.last().unwrap() as f32;
+                let (from, to) = (at_estop as f32, pulse_of(&config, 1, 0.3) as f32);
+                // After 0.1 s of a 0.2 s lag: 1 - e^-0.5 = 39 % of the way back.
+                let frac = (from - last) / (from - to);
+                assert!((frac - 0.39).abs() < 0.05, "{frac}");
+            }
+            SafeBehaviour::Limp => assert!(seen.iter().all(|&p| p == 0), "{seen:?}"),
+        }
+        // Goals written during the e-stop are refused and do not move anything.
+        let err = rig.write(2, servo::GOAL_POSITION, &rad_to_ticks(1.8).to_le_bytes());
+        assert_eq!(err, ErrorCode::ResultFail as u8);
+        sync_write_goals(&mut rig, &[(2, 1.8), (1, 0.5)]);
+        let before = rig.pulses();
+        rig.advance_ms(50);
+        if behaviour == SafeBehaviour::Hold {
+            assert_eq!(rig.pulses(), before);
+        }
+        assert!(rig.pulse(1) <= at_estop);
+        // Servo 1 was at its measured 0 rad: it stays there (or limp), never goes to 0.5 rad.
+        assert!([0, pulse_of(&config, 0, 0.0)].contains(&rig.pulse(0)));
+    }
+}
+
+#[test]
+fn an_imu_that_stops_answering_trips_its_fault_after_100_ticks() {
+    let mut rig = Rig::new(config_with_watchdog(1000, SafeBehaviour::Hold));
+    enable(&mut rig);
+    let good = rig.sensors.0.borrow().imu;
+    rig.sensors.0.borrow_mut().imu = None;
+    rig.advance_ms(99);
+    // One good read in between starts the count again.
+    rig.sensors.0.borrow_mut().imu = good;
+    rig.advance_ms(1);
+    rig.sensors.0.borrow_mut().imu = None;
+    rig.advance_ms(99);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Enabled);
+    assert!(rig.pulses().iter().all(|&p| p != 0));
+    let (_, err, status) = rig.read(BOARD, board::IMU_STATUS, 1);
+    assert_eq!((err, status[0]), (0, 0));
+    rig.advance_ms(1);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
+    assert_eq!(rig.fw.controller().faults(), board::fault::IMU);
+    assert_eq!(rig.pulses(), [0; 16], "an IMU fault goes limp");
+    let (_, err, flags) = rig.read(BOARD, board::FAULT_FLAGS, 2);
+    assert_eq!(
+        (err, flags),
+        (0x80, board::fault::IMU.to_le_bytes().to_vec())
+    );
+    // The IMU answering again does not release the fault.
+    rig.sensors.0.borrow_mut().imu = good;
+    rig.advance_ms(10);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
+}
+
+#[test]
+fn packets_for_other_devices_do_not_feed_the_watchdog() {
+    let mut rig = Rig::new(config_with_watchdog(100, SafeBehaviour::Hold));
+    enable(&mut rig);
+    let enabled_at = rig.now_ms();
+    for _ in 0..10 {
+        rig.advance_ms(9);
+        // Another device on the bus, an ID no device has, and a status packet (another
+        // device's answer, or the echo of our own on a half-duplex bus).
+        assert!(rig.send(42, Command::Ping).is_empty());
+        assert!(rig.send(0, Command::Ping).is_empty());
+        assert!(
+            rig.send(
+                101,
+                Command::Read {
+                    address: 0,
+                    length: 2
+                }
+            )
+            .is_empty()
+        );
+        assert!(rig.send_status(1, 0, &[0xA0, 0xC1, 1]).is_empty());
+        assert!(rig.send_status(BOARD, 0, &[]).is_empty());
+        rig.advance_ms(1);
+    }
+    assert_eq!(rig.now_ms() - enabled_at, 100.0);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
+    assert_eq!(rig.fw.controller().faults(), board::fault::WATCHDOG);
+
+    // The same traffic to any of this board's IDs, or broadcast, does feed it.
+    for id in [1u8, 16, BOARD, 0xFE] {
+        let mut rig = Rig::new(config_with_watchdog(100, SafeBehaviour::Hold));
+        enable(&mut rig);
+        for _ in 0..30 {
+            rig.advance_ms(9);
+            rig.send(id, Command::Ping);
+            rig.advance_ms(1);
+        }
+        assert_eq!(rig.fw.controller().state(), SafetyState::Enabled, "ID {id}");
+    }
+}
+
+#[test]
+fn with_several_faults_latched_the_most_conservative_behaviour_wins() {
+    // Watchdog (hold) first, then over-temperature (limp): limp.
+    let mut rig = Rig::new(config_with_watchdog(100, SafeBehaviour::Hold));
+    enable(&mut rig);
+    rig.advance_ms(100);
+    let held = rig.pulses();
+    assert!(held.iter().all(|&p| p != 0));
+    rig.set_positions(|_| 0.1);
+    rig.advance_ms(5);
+    assert_eq!(rig.pulses(), held, "watchdog alone: hold");
+    rig.sensors.0.borrow_mut().servos[0].temperature_c = 90.0;
+    rig.advance_ms(1);
+    assert_eq!(
+        rig.fw.controller().faults(),
+        board::fault::WATCHDOG | board::fault::OVER_TEMPERATURE
+    );
+    assert_eq!(rig.pulses(), [0; 16]);
+
+    // Watchdog (damp), then the e-stop set to hold: still damp.
+    let config = FirmwareConfig {
+        estop_behaviour: SafeBehaviour::Hold,
+        ..config_with_watchdog(100, SafeBehaviour::Damp)
+    };
+    let mut rig = Rig::new(config.clone());
+    enable(&mut rig);
+    rig.advance_ms(100);
+    assert_eq!(command(&mut rig, board::command::ESTOP), 0x80);
+    assert_eq!(rig.fw.controller().state(), SafetyState::EStop);
+    let before = rig.pulse(1);
+    rig.set_position(1, 1.3);
+    rig.advance_ms(50);
+    assert!(
+        rig.pulse(1) > before + 20,
+        "damp yields: {before} -> {}",
+        rig.pulse(1)
+    );
+
+    // E-stop (damp), then under-voltage (limp) while e-stopped: limp, still e-stop.
+    let mut rig = Rig::new(config_with_watchdog(1000, SafeBehaviour::Hold));
+    enable(&mut rig);
+    rig.advance_ms(5);
+    assert_eq!(command(&mut rig, board::command::ESTOP), 0x80);
+    rig.advance_ms(5);
+    assert!(rig.pulses().iter().all(|&p| p != 0), "e-stop damps");
+    rig.sensors.0.borrow_mut().supply_mv = 5000;
+    rig.advance_ms(50);
+    assert_eq!(rig.fw.controller().state(), SafetyState::EStop);
+    assert_eq!(
+        rig.fw.controller().faults(),
+        board::fault::ESTOP | board::fault::UNDER_VOLTAGE
+    );
+    assert_eq!(rig.pulses(), [0; 16]);
+}
+
+#[test]
+fn disable_goes_idle_from_enabled_only() {
+    let mut rig = Rig::new(config_with_watchdog(100, SafeBehaviour::Hold));
+    assert_eq!(
+        command(&mut rig, board::command::DISABLE),
+        0,
+        "idle -> idle"
+    );
+    enable(&mut rig);
+    rig.advance_ms(5);
+    assert!(rig.pulses().iter().all(|&p| p != 0));
+    assert_eq!(command(&mut rig, board::command::DISABLE), 0);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Idle);
+    rig.advance_ms(1);
+    assert_eq!(rig.pulses(), [0; 16]);
+    for id in 1..=16 {
+        assert_eq!(rig.read(id, servo::TORQUE_ENABLE, 1), (id, 0, vec![0]));
+    }
+    // Idle has no watchdog: silence does not fault it.
+    rig.advance_ms(500);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Idle);
+    assert_eq!(rig.fw.controller().faults(), 0);
+    // In fault and e-stop DISABLE is refused: it must not bypass CLEAR.
+    enable(&mut rig);
+    rig.advance_ms(100);
+    assert_eq!(
+        command(&mut rig, board::command::DISABLE),
+        RESULT_FAIL_ALERT
+    );
+    assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
+    assert_eq!(command(&mut rig, board::command::ESTOP), 0x80);
+    assert_eq!(
+        command(&mut rig, board::command::DISABLE),
+        RESULT_FAIL_ALERT
+    );
+    assert_eq!(rig.fw.controller().state(), SafetyState::EStop);
+    assert_eq!(command(&mut rig, board::command::CLEAR), 0);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Idle);
+    // Unknown commands are refused before anything happens.
+    assert_eq!(command(&mut rig, 0), ErrorCode::DataRange as u8);
+    assert_eq!(command(&mut rig, 5), ErrorCode::DataRange as u8);
+}
+
+#[test]
+fn implausible_position_feedback_latches_the_feedback_fault() {
+    let config = config_with_watchdog(1000, SafeBehaviour::Hold);
+    // Within the margin (0.5 rad beyond the hard limits): fine. Hip abduction (ID 7) is
+    // [-0.6, 0.6].
+    let mut rig = Rig::new(config.clone());
+    enable(&mut rig);
+    rig.set_position(6, 1.09);
+    rig.set_position(8, -3.09);
+    rig.advance_ms(100);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Enabled);
+    for bad in [1.11, -1.11, f32::NAN, f32::INFINITY] {
+        let mut rig = Rig::new(config.clone());
+        enable(&mut rig);
+        rig.set_position(6, bad);
+        rig.advance_ms(9);
+        assert_eq!(rig.fw.controller().state(), SafetyState::Enabled, "{bad}");
+        rig.advance_ms(1);
+        assert_eq!(rig.fw.controller().state(), SafetyState::Fault, "{bad}");
+        assert_eq!(rig.fw.controller().faults(), board::fault::FEEDBACK);
+        assert_eq!(rig.pulses(), [0; 16], "a feedback fault goes limp");
+        // The servo to blame says Motor Encoder Error; the others nothing.
+        assert_eq!(
+            rig.read(7, servo::HARDWARE_ERROR_STATUS, 1),
+            (7, 0x80, vec![servo::hw_error::ENCODER])
+        );
+        assert_eq!(
+            rig.read(1, servo::HARDWARE_ERROR_STATUS, 1),
+            (1, 0, vec![0])
+        );
+        let (_, _, log) = rig.read(BOARD, board::FAULT_LOG_COUNT, 1 + 2);
+        assert_eq!(log, vec![1, 5, 7], "code 5 (feedback), servo ID 7");
+        rig.set_position(6, 0.0);
+        rig.advance_ms(10);
+        assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
+        assert_eq!(command(&mut rig, board::command::CLEAR), 0);
+        assert_eq!(
+            rig.read(7, servo::HARDWARE_ERROR_STATUS, 1),
+            (7, 0, vec![0])
+        );
+    }
+    // A glitch shorter than the debounce, on a different servo each tick, still counts.
+    let mut rig = Rig::new(config.clone());
+    enable(&mut rig);
+    for i in [0, 1, 3, 4, 6, 7, 9, 12, 13, 14] {
+        rig.set_positions(|s| if s == i { f32::NAN } else { 0.0 });
+        rig.set_position(2, -1.6);
+        rig.set_position(5, -1.6);
+        rig.set_position(8, -1.6);
+        rig.set_position(11, -1.6);
+        rig.advance_ms(1);
+    }
+    assert_eq!(rig.fw.controller().faults(), board::fault::FEEDBACK);
+}
+
+#[test]
+fn damp_with_a_dead_position_sensor_holds_instead_of_jumping() {
+    let mut rig = Rig::new(config_with_watchdog(1000, SafeBehaviour::Hold));
+    enable(&mut rig);
+    rig.advance_ms(5);
+    assert_eq!(command(&mut rig, board::command::ESTOP), 0x80);
+    let before = rig.pulses();
+    rig.set_position(1, f32::NAN);
+    rig.advance_ms(9);
+    assert_eq!(rig.pulses(), before);
+}
+
+#[test]
+fn bulk_write_and_broadcast_write_goals_are_clamped_to_the_joint_limits() {
+    let config = config_with_watchdog(1000, SafeBehaviour::Hold);
+    let mut rig = Rig::new(config.clone());
+    enable(&mut rig);
+    let mut raw = Vec::new();
+    for (id, rad) in [(3u8, 1.0f32), (1, -3.0), (13, 9.0), (4, 2.0)] {
+        raw.push(id);
+        raw.extend_from_slice(&servo::GOAL_POSITION.to_le_bytes());
+        raw.extend_from_slice(&4u16.to_le_bytes());
+        raw.extend_from_slice(&rad_to_ticks(rad).to_le_bytes());
+    }
+    let answers = rig.send(
+        0xFE,
+        Command::BulkWrite(clawrl_protocol::command::BulkWrite { raw: &raw }),
+    );
+    assert!(answers.is_empty(), "BULK WRITE is never answered");
+    rig.advance_ms(800);
+    assert_eq!(rig.pulse(2), pulse_of(&config, 2, -0.6));
+    assert_eq!(rig.pulse(0), pulse_of(&config, 0, -0.6));
+    assert_eq!(rig.pulse(12), pulse_of(&config, 12, 1.2));
+    // ID 4 is a mirrored abduction servo: its limit is still +0.6 rad of the joint.
+    assert_eq!(rig.pulse(3), pulse_of(&config, 3, 0.6));
+
+    // Broadcast WRITE: applied to every servo, each clamped to its own range.
+    for (rad, end) in [(9.0f32, 1usize), (-9.0, 0)] {
+        let answers = rig.send(
+            0xFE,
+            Command::Write {
+                address: servo::GOAL_POSITION,
+                data: &rad_to_ticks(rad).to_le_bytes(),
+            },
+        );
+        assert!(answers.is_empty(), "a broadcast WRITE is never answered");
+        rig.advance_ms(800);
+        for i in 0..16 {
+            let c = &config.servos[i];
+            let limit = if end == 1 { c.max_rad } else { c.min_rad };
+            let limit = clawrl_protocol::units::ticks_to_rad(rad_to_ticks(limit));
+            let expected = pulse_of(&config, i, limit);
+            assert!(
+                rig.pulse(i).abs_diff(expected) <= 1,
+                "servo {i}: {} vs {expected}",
+                rig.pulse(i)
+            );
+        }
+    }
+}
+
+#[test]
+fn reboot_does_not_clear_a_latched_fault() {
+    let mut rig = Rig::new(config_with_watchdog(1000, SafeBehaviour::Hold));
+    // Without a fault, REBOOT of the board goes back to idle with defaults.
+    assert_eq!(
+        rig.write(BOARD, board::WATCHDOG_TIMEOUT_MS, &300u16.to_le_bytes()),
+        0
+    );
+    enable(&mut rig);
+    assert_eq!(rig.send(BOARD, Command::Reboot), vec![(BOARD, 0, vec![])]);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Idle);
+    assert_eq!(rig.fw.controller().faults(), 0);
+    let (_, _, ms) = rig.read(BOARD, board::WATCHDOG_TIMEOUT_MS, 2);
+    assert_eq!(ms, 1000u16.to_le_bytes());
+    rig.advance_ms(1);
+    assert_eq!(rig.pulses(), [0; 16]);
+
+    enable(&mut rig);
+    trip(&mut rig, board::fault::OVER_TEMPERATURE);
+    rig.sensors.0.borrow_mut().servos[4].temperature_c = 35.0;
+    // REBOOT of the board: answered with the alert bit, still in fault, outputs off.
+    assert_eq!(
+        rig.send(BOARD, Command::Reboot),
+        vec![(BOARD, 0x80, vec![])]
+    );
+    assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
+    assert_eq!(rig.fw.controller().faults(), board::fault::OVER_TEMPERATURE);
+    rig.advance_ms(5);
+    assert_eq!(rig.pulses(), [0; 16]);
+    assert_eq!(command(&mut rig, board::command::ENABLE), RESULT_FAIL_ALERT);
+    // REBOOT of a servo: its Hardware Error Status stays, and so does the alert.
+    assert_eq!(rig.send(5, Command::Reboot), vec![(5, 0x80, vec![])]);
+    assert_eq!(
+        rig.read(5, servo::HARDWARE_ERROR_STATUS, 1),
+        (5, 0x80, vec![servo::hw_error::OVERHEATING])
+    );
+    assert_eq!(rig.write(5, servo::TORQUE_ENABLE, &[1]), RESULT_FAIL_ALERT);
+    // Only CLEAR releases it.
+    assert_eq!(command(&mut rig, board::command::CLEAR), 0);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Idle);
+    assert_eq!(
+        rig.read(5, servo::HARDWARE_ERROR_STATUS, 1),
+        (5, 0, vec![0])
+    );
+    enable(&mut rig);
+    rig.advance_ms(1);
+    assert!(rig.pulses().iter().all(|&p| p != 0));
+    // REBOOT of a servo while enabled switches its torque off, nothing else.
+    assert_eq!(rig.send(5, Command::Reboot), vec![(5, 0, vec![])]);
+    rig.advance_ms(1);
+    assert_eq!(rig.pulse(4), 0);
+    assert_ne!(rig.pulse(3), 0);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Enabled);
+}

@@ -228,3 +228,40 @@ impl Rig {
         answers.remove(0)
     }
 }
+
+impl Rig {
+    /// Pulse widths on all 16 outputs, in us (0 = no pulses).
+    pub fn pulses(&self) -> [u16; 16] {
+        std::array::from_fn(|i| self.pulse(i))
+    }
+
+    /// Sets what servo `i`'s position sensor reads.
+    pub fn set_position(&mut self, i: usize, rad: f32) {
+        self.sensors.0.borrow_mut().servos[i].position_rad = rad;
+    }
+
+    /// Sets what every servo's position sensor reads.
+    pub fn set_positions(&mut self, rad: impl Fn(usize) -> f32) {
+        for (i, s) in self.sensors.0.borrow_mut().servos.iter_mut().enumerate() {
+            s.position_rad = rad(i);
+        }
+    }
+
+    /// Sends an instruction packet with raw instruction byte `instruction` to `id`, polls once
+    /// and returns the answers.
+    pub fn send_instruction(&mut self, id: u8, instruction: u8, params: &[u8]) -> Vec<Answer> {
+        let mut buf = [0u8; 1024];
+        let mut w = clawrl_protocol::PacketWriter::with_raw_instruction(&mut buf, id, instruction);
+        w.push(params);
+        let n = w.finish().unwrap();
+        self.send_raw(&buf[..n])
+    }
+
+    /// Sends a status packet as if device `id` had answered (another device, or the echo of
+    /// a half-duplex bus); polls once and returns the answers.
+    pub fn send_status(&mut self, id: u8, error: u8, data: &[u8]) -> Vec<Answer> {
+        let mut buf = [0u8; 1024];
+        let n = clawrl_protocol::encode_status(&mut buf, id, error, data).unwrap();
+        self.send_raw(&buf[..n])
+    }
+}
