@@ -934,3 +934,325 @@ fn reboot_does_not_clear_a_latched_fault() {
     assert_ne!(rig.pulse(3), 0);
     assert_eq!(rig.fw.controller().state(), SafetyState::Enabled);
 }
+
+// ---- The wire around the safety path: registers, error codes, FAST SYNC READ layout. ----
+
+#[test]
+fn fast_sync_read_fills_the_slot_of_a_device_that_cannot_answer() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    // 140 + 10 is past a servo's table (147) but inside the board's (288).
+    let ids = [1u8, BOARD, 2];
+    let answers = rig.send(
+        0xFE,
+        Command::FastSyncRead(SyncRead {
+            address: 140,
+            length: 10,
+            ids: &ids,
+        }),
+    );
+    assert_eq!(answers.len(), 1);
+    let mut params = vec![answers[0].1];
+    params.extend_from_slice(&answers[0].2);
+    // Three shares of ERR, ID, 10 bytes; a CRC after each but the last.
+    assert_eq!(params.len(), 3 * 12 + 2 * 2);
+    let access = ErrorCode::Access as u8;
+    let mut board_table = vec![0u8; 10];
+    board_table.copy_from_slice(&rig.read(BOARD, 140, 10).2);
+    let expected: [(u8, u8, Vec<u8>); 3] = [
+        (access, 1, vec![0; 10]),
+        (0, BOARD, board_table),
+        (access, 2, vec![0; 10]),
+    ];
+    for (i, (err, id, data)) in expected.iter().enumerate() {
+        let share = &params[i * 14..i * 14 + 12];
+        assert_eq!(
+            (share[0], share[1], &share[2..]),
+            (*err, *id, &data[..]),
+            "share {i}"
+        );
+        if i < 2 {
+            let crc = u16::from_le_bytes([params[i * 14 + 12], params[i * 14 + 13]]);
+            assert_eq!(crc, clawrl_protocol::crc::crc16(share), "inner CRC {i}");
+        }
+    }
+    // No device of this board listed: no answer at all.
+    let answers = rig.send(
+        0xFE,
+        Command::FastSyncRead(SyncRead {
+            address: 0,
+            length: 2,
+            ids: &[42, 0],
+        }),
+    );
+    assert!(answers.is_empty());
+}
+
+#[test]
+fn fast_sync_read_is_refused_exactly_past_1024_bytes() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    let ids: Vec<u8> = (1..=13).collect();
+    // 13 x (4 + 74) + 10 = 1024: answered.
+    let answers = rig.send(
+        0xFE,
+        Command::FastSyncRead(SyncRead {
+            address: 0,
+            length: 74,
+            ids: &ids,
+        }),
+    );
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].2.len(), 13 * 76 + 12 * 2 - 1);
+    // 13 x (4 + 75) + 10 = 1037: refused.
+    for (ids, length) in [(&ids[..], 75u16), (&ids[..1], 1011)] {
+        let answers = rig.send(
+            0xFE,
+            Command::FastSyncRead(SyncRead {
+                address: 0,
+                length,
+                ids,
+            }),
+        );
+        assert!(answers.is_empty(), "{} x {length}", ids.len());
+    }
+}
+
+#[test]
+fn reads_end_exactly_at_the_end_of_each_table() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    let access = ErrorCode::Access as u8;
+    assert_eq!(rig.read(1, 146, 1).1, 0);
+    assert_eq!(rig.read(1, 146, 2).1, access);
+    assert_eq!(rig.read(1, 0, 147).2.len(), 147);
+    assert_eq!(rig.read(1, 0, 0).1, access);
+    assert_eq!(rig.read(BOARD, 287, 1).1, 0);
+    assert_eq!(rig.read(BOARD, 287, 2).1, access);
+    assert_eq!(rig.read(BOARD, 0, 0).1, access);
+}
+
+#[test]
+fn malformed_and_unknown_instructions_get_their_error_codes() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    // READ with three parameter bytes instead of four.
+    let answers = rig.send_instruction(3, 0x02, &[0, 0, 4]);
+    assert_eq!(answers, vec![(3, ErrorCode::DataLength as u8, vec![])]);
+    let answers = rig.send_instruction(BOARD, 0x77, &[]);
+    assert_eq!(answers, vec![(BOARD, ErrorCode::Instruction as u8, vec![])]);
+    // Broadcast, or for another device: silence.
+    assert!(rig.send_instruction(0xFE, 0x77, &[]).is_empty());
+    assert!(rig.send_instruction(0xFE, 0x02, &[0, 0, 4]).is_empty());
+    assert!(rig.send_instruction(42, 0x77, &[]).is_empty());
+    // SYNC/BULK to one ID: Instruction error.
+    let answers = rig.send(
+        2,
+        Command::SyncWrite(SyncWrite {
+            address: servo::GOAL_POSITION,
+            length: 4,
+            raw: &[2, 0, 8, 0, 0],
+        }),
+    );
+    assert_eq!(answers, vec![(2, ErrorCode::Instruction as u8, vec![])]);
+}
+
+#[test]
+fn hil_simulated_survives_reboot_and_the_clock_reads_the_latest_packet() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    assert_eq!(rig.read(BOARD, board::HIL_SIMULATED, 1).2, vec![0]);
+    rig.fw.controller_mut().set_simulated(true);
+    assert_eq!(rig.read(BOARD, board::HIL_SIMULATED, 1).2, vec![1]);
+    rig.send(BOARD, Command::Reboot);
+    assert_eq!(rig.read(BOARD, board::HIL_SIMULATED, 1).2, vec![1]);
+    rig.fw.controller_mut().set_simulated(false);
+    assert_eq!(rig.read(BOARD, board::HIL_SIMULATED, 1).2, vec![0]);
+    // Ticks and time: after 7 ticks, then half a tick later (no tick yet), a READ sees the
+    // time of its own arrival.
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    rig.advance_ms(7);
+    rig.clock.0.set(rig.clock.0.get() + 500);
+    let (_, _, data) = rig.read(BOARD, board::TICK_COUNT, 8);
+    assert_eq!(u32::from_le_bytes(data[0..4].try_into().unwrap()), 8);
+    assert_eq!(u32::from_le_bytes(data[4..8].try_into().unwrap()), 7500);
+    // A packet stamped earlier than the last tick does not move the clock back.
+    rig.fw.controller_mut().handle(
+        &clawrl_protocol::Packet {
+            id: BOARD,
+            instruction: 0x01,
+            params: &[],
+        },
+        1000,
+        &mut |_| {},
+    );
+    assert_eq!(
+        u32::from_le_bytes(rig.read(BOARD, board::UPTIME_US, 4).2.try_into().unwrap()),
+        7500
+    );
+}
+
+#[test]
+fn temperature_limits_trip_above_not_at_the_limit() {
+    let config = config_with_watchdog(1000, SafeBehaviour::Hold);
+    let mut rig = Rig::new(config.clone());
+    enable(&mut rig);
+    rig.sensors.0.borrow_mut().servos[2].temperature_c = 70.0;
+    rig.advance_ms(5);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Enabled);
+    rig.sensors.0.borrow_mut().servos[2].temperature_c = 70.1;
+    rig.advance_ms(1);
+    assert_eq!(rig.fw.controller().faults(), board::fault::OVER_TEMPERATURE);
+    // A servo's own limit may be lowered (up to 70, not above) and then counts.
+    let mut rig = Rig::new(config);
+    assert_eq!(
+        rig.write(3, servo::TEMPERATURE_LIMIT, &[71]),
+        ErrorCode::DataLimit as u8
+    );
+    assert_eq!(rig.write(3, servo::TEMPERATURE_LIMIT, &[70]), 0);
+    assert_eq!(rig.write(3, servo::TEMPERATURE_LIMIT, &[50]), 0);
+    assert_eq!(rig.read(3, servo::TEMPERATURE_LIMIT, 1).2, vec![50]);
+    enable(&mut rig);
+    rig.sensors.0.borrow_mut().servos[2].temperature_c = 50.0;
+    rig.advance_ms(2);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Enabled);
+    rig.sensors.0.borrow_mut().servos[2].temperature_c = 55.0;
+    rig.advance_ms(1);
+    assert_eq!(rig.fw.controller().faults(), board::fault::OVER_TEMPERATURE);
+    let (_, _, log) = rig.read(BOARD, board::FAULT_LOG, 2);
+    assert_eq!(log, vec![1, 3], "over-temperature of servo ID 3");
+}
+
+#[test]
+fn under_voltage_trips_below_not_at_the_threshold_and_flags_every_servo() {
+    let mut rig = Rig::new(config_with_watchdog(1000, SafeBehaviour::Hold));
+    enable(&mut rig);
+    rig.sensors.0.borrow_mut().supply_mv = 6400;
+    rig.advance_ms(100);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Enabled);
+    rig.sensors.0.borrow_mut().supply_mv = 6399;
+    rig.advance_ms(50);
+    assert_eq!(rig.fw.controller().faults(), board::fault::UNDER_VOLTAGE);
+    for id in 1..=16 {
+        assert_eq!(
+            rig.read(id, servo::HARDWARE_ERROR_STATUS, 1),
+            (id, 0x80, vec![servo::hw_error::INPUT_VOLTAGE])
+        );
+    }
+}
+
+#[test]
+fn every_fault_bit_can_be_injected_and_each_is_logged() {
+    let mut rig = Rig::new(config_with_watchdog(1000, SafeBehaviour::Hold));
+    let flags = [
+        board::fault::OVER_TEMPERATURE,
+        board::fault::UNDER_VOLTAGE,
+        board::fault::IMU,
+        board::fault::FEEDBACK,
+    ];
+    for flag in flags {
+        enable(&mut rig);
+        rig.advance_ms(3);
+        assert_eq!(rig.write(BOARD, board::HIL_FAULT_INJECT, &[flag as u8]), 0);
+        rig.advance_ms(1);
+        assert_eq!(rig.fw.controller().faults(), flag);
+        assert_eq!(rig.pulses(), [0; 16]);
+        assert_eq!(rig.write(BOARD, board::HIL_FAULT_INJECT, &[0]), 0x80);
+        assert_eq!(command(&mut rig, board::command::CLEAR), 0);
+    }
+    // The log: one entry per fault, code = bit index, the time in ms; after 8 it wraps.
+    let (_, _, log) = rig.read(BOARD, board::FAULT_LOG_COUNT, 1 + 48);
+    assert_eq!(log[0], 4);
+    for (i, flag) in flags.iter().enumerate() {
+        let e = &log[1 + 6 * i..7 + 6 * i];
+        assert_eq!(e[0], flag.trailing_zeros() as u8);
+        assert_eq!(
+            u32::from_le_bytes(e[2..6].try_into().unwrap()),
+            4 * (i as u32 + 1)
+        );
+    }
+    for _ in 0..5 {
+        enable(&mut rig);
+        assert_eq!(command(&mut rig, board::command::ESTOP), 0x80);
+        rig.advance_ms(1);
+        assert_eq!(command(&mut rig, board::command::CLEAR), 0);
+        rig.sensors.0.borrow_mut().imu = None;
+        rig.advance_ms(100);
+        rig.sensors.0.borrow_mut().imu = Some(Default::default());
+        assert_eq!(command(&mut rig, board::command::CLEAR), 0);
+    }
+    // The e-stop is not logged (it is a command, not a fault); 4 + 5 IMU faults = 9.
+    let (_, _, log) = rig.read(BOARD, board::FAULT_LOG_COUNT, 1 + 48);
+    assert_eq!(log[0], 9);
+    // Slot 0 holds the 9th, slot 1 still the 2nd (under-voltage, at 8 ms).
+    assert_eq!(log[1], board::fault::IMU.trailing_zeros() as u8);
+    assert_eq!(&log[7..13], &[2, 0, 8, 0, 0, 0]);
+}
+
+#[test]
+fn present_pwm_reads_the_pulse_on_the_output() {
+    let config = config_with_watchdog(1000, SafeBehaviour::Hold);
+    let mut rig = Rig::new(config.clone());
+    assert_eq!(rig.read(4, servo::PRESENT_PWM, 2).2, vec![0, 0]);
+    enable(&mut rig);
+    sync_write_goals(&mut rig, &[(4, 0.4)]);
+    rig.advance_ms(100);
+    let pwm = rig.read(4, servo::PRESENT_PWM, 2).2;
+    assert_eq!(u16::from_le_bytes([pwm[0], pwm[1]]), rig.pulse(3));
+    assert_eq!(rig.pulse(3), pulse_of(&config, 3, 0.4));
+    assert_eq!(
+        rig.fw.controller().watchdog_behaviour(),
+        SafeBehaviour::Hold
+    );
+    assert_eq!(
+        rig.write(BOARD, board::SAFE_BEHAVIOUR, &[board::behaviour::LIMP]),
+        0
+    );
+    assert_eq!(
+        rig.fw.controller().watchdog_behaviour(),
+        SafeBehaviour::Limp
+    );
+    assert_eq!(
+        rig.read(BOARD, board::SAFE_BEHAVIOUR, 1).2,
+        vec![board::behaviour::LIMP]
+    );
+}
+
+#[test]
+fn position_limits_accept_the_hard_limits_and_a_single_point() {
+    let config = config_with_watchdog(1000, SafeBehaviour::Hold);
+    let mut rig = Rig::new(config.clone());
+    // Knee (ID 3): [-2.6, -0.6]; the nearest ticks are accepted even a hair outside.
+    let (lo, hi) = (rad_to_ticks(-2.6), rad_to_ticks(-0.6));
+    assert_eq!(
+        rig.write(3, servo::MIN_POSITION_LIMIT, &lo.to_le_bytes()),
+        0
+    );
+    assert_eq!(
+        rig.write(3, servo::MAX_POSITION_LIMIT, &hi.to_le_bytes()),
+        0
+    );
+    for (addr, ticks) in [
+        (servo::MIN_POSITION_LIMIT, lo - 1),
+        (servo::MAX_POSITION_LIMIT, hi + 1),
+    ] {
+        assert_eq!(
+            rig.write(3, addr, &ticks.to_le_bytes()),
+            ErrorCode::DataLimit as u8
+        );
+    }
+    // Min above max: refused. Min = max: one allowed position.
+    let mid = rad_to_ticks(-1.0);
+    assert_eq!(
+        rig.write(3, servo::MAX_POSITION_LIMIT, &mid.to_le_bytes()),
+        0
+    );
+    assert_eq!(
+        rig.write(3, servo::MIN_POSITION_LIMIT, &(mid + 1).to_le_bytes()),
+        ErrorCode::DataLimit as u8
+    );
+    assert_eq!(
+        rig.write(3, servo::MIN_POSITION_LIMIT, &mid.to_le_bytes()),
+        0
+    );
+    enable(&mut rig);
+    sync_write_goals(&mut rig, &[(3, -2.0)]);
+    rig.advance_ms(200);
+    let point = clawrl_protocol::units::ticks_to_rad(mid);
+    assert_eq!(rig.pulse(2), pulse_of(&config, 2, point));
+}
