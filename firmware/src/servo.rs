@@ -24,6 +24,12 @@ pub fn slew(from: f32, to: f32, max_step: f32) -> f32 {
     }
 }
 
+/// Whether soft limits reach beyond the hard ones by more than a rounding error (limits come
+/// in whole ticks, 1.5 mrad apart).
+fn beyond_hard_limits(min: f32, max: f32, config: &ServoConfig) -> bool {
+    min < config.min_rad - 1e-3 || max > config.max_rad + 1e-3
+}
+
 /// Soft limits that would be inverted or wider than the configured hard ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LimitsRefused;
@@ -79,7 +85,7 @@ impl Servo {
         max: f32,
         config: &ServoConfig,
     ) -> Result<(), LimitsRefused> {
-        if min > max || min < config.min_rad - 1e-3 || max > config.max_rad + 1e-3 {
+        if min > max || beyond_hard_limits(min, max, config) {
             return Err(LimitsRefused);
         }
         self.min_rad = min.max(config.min_rad);

@@ -1003,7 +1003,9 @@ fn fast_sync_read_is_refused_exactly_past_1024_bytes() {
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0].2.len(), 13 * 76 + 12 * 2 - 1);
     // 13 x (4 + 75) + 10 = 1037: refused.
-    for (ids, length) in [(&ids[..], 75u16), (&ids[..1], 1011)] {
+    // The rule counts 10 bytes of framing where a packet needs 8 (header, ID, length,
+    // instruction, CRC): 8 x (4 + 123) + 10 = 1026 is refused although 1024 would fit.
+    for (ids, length) in [(&ids[..], 75u16), (&ids[..1], 1011), (&ids[..8], 123)] {
         let answers = rig.send(
             0xFE,
             Command::FastSyncRead(SyncRead {
