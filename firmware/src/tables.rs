@@ -22,6 +22,12 @@ fn present_ticks(rad: f32) -> i32 {
     units::rad_to_ticks(rad.clamp(-1.0e5, 1.0e5))
 }
 
+/// A position register as written (4 bytes, signed ticks as X-series) in rad. Values far beyond
+/// any joint are cut first: `i32::MIN - 2048` must not overflow (found by fuzzing).
+fn written_rad(value: u32) -> f32 {
+    units::ticks_to_rad((value as i32).clamp(-1_000_000, 1_000_000))
+}
+
 fn clamp_i16(v: f32) -> i16 {
     units::libm_round(v).clamp(i16::MIN as i32, i16::MAX as i32) as i16
 }
@@ -239,9 +245,7 @@ impl Controller {
         }
         // A goal in the same write as Torque Enable must win over the enable's reset.
         for field in fields.filter(|f| f.address == servo::GOAL_POSITION) {
-            copy.set_goal(units::ticks_to_rad(
-                table::field_value(field, address, data) as i32,
-            ));
+            copy.set_goal(written_rad(table::field_value(field, address, data)));
         }
         self.servos[index] = copy;
         Ok(())
@@ -271,7 +275,7 @@ impl Controller {
                 if s.torque_enabled {
                     return Err(ErrorCode::Access);
                 }
-                let rad = units::ticks_to_rad(value as i32);
+                let rad = written_rad(value);
                 let (min, max) = if field.address == servo::MAX_POSITION_LIMIT {
                     (s.min_rad, rad)
                 } else {

@@ -1258,3 +1258,22 @@ fn position_limits_accept_the_hard_limits_and_a_single_point() {
     let point = clawrl_protocol::units::ticks_to_rad(mid);
     assert_eq!(rig.pulse(2), pulse_of(&config, 2, point));
 }
+
+#[test]
+fn extreme_position_values_clamp_instead_of_overflowing() {
+    // Found by the command-handling fuzz target: Goal Position 0x80000000 (i32::MIN ticks)
+    // overflowed converting ticks to rad.
+    let config = config_with_watchdog(1000, SafeBehaviour::Hold);
+    let mut rig = Rig::new(config.clone());
+    enable(&mut rig);
+    for (value, rad) in [(i32::MIN, -0.6), (i32::MAX, 0.6), (-1_000_001, -0.6)] {
+        assert_eq!(rig.write(1, servo::GOAL_POSITION, &value.to_le_bytes()), 0);
+        rig.advance_ms(200);
+        assert_eq!(rig.pulse(0), pulse_of(&config, 0, rad), "{value}");
+    }
+    assert_eq!(command(&mut rig, board::command::DISABLE), 0);
+    for value in [i32::MIN, i32::MAX] {
+        let err = rig.write(1, servo::MIN_POSITION_LIMIT, &value.to_le_bytes());
+        assert_eq!(err, ErrorCode::DataLimit as u8);
+    }
+}
