@@ -1277,3 +1277,69 @@ fn extreme_position_values_clamp_instead_of_overflowing() {
         assert_eq!(err, ErrorCode::DataLimit as u8);
     }
 }
+
+#[test]
+fn measured_motion_reads_as_velocity_moving_and_in_the_mirror() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    // Servo ID 2 (hip pitch) turns at 1 rad/s: the low-passed velocity settles on it.
+    let mut rad = 0.3;
+    for _ in 0..60 {
+        rad += 0.001;
+        rig.set_position(1, rad);
+        rig.advance_ms(1);
+    }
+    // 1 rad/s = 41.7 units of 0.229 rpm.
+    let (_, _, v) = rig.read(2, servo::PRESENT_VELOCITY, 4);
+    assert_eq!(i32::from_le_bytes(v.try_into().unwrap()), 42);
+    assert_eq!(rig.read(2, servo::MOVING, 1).2, vec![1]);
+    assert_eq!(rig.read(1, servo::MOVING, 1).2, vec![0]);
+    let at = board::SERVO_MIRROR + board::SERVO_MIRROR_ENTRY_LEN;
+    let (_, _, m) = rig.read(BOARD, at, 6);
+    assert_eq!(i16::from_le_bytes([m[0], m[1]]) as i32, rad_to_ticks(rad));
+    assert_eq!(i16::from_le_bytes([m[2], m[3]]), 42);
+    assert_eq!(i16::from_le_bytes([m[4], m[5]]), 100, "current in mA");
+    // Standing still again, the velocity decays to 0.
+    rig.advance_ms(100);
+    assert_eq!(rig.read(2, servo::PRESENT_VELOCITY, 4).2, vec![0; 4]);
+    assert_eq!(rig.read(2, servo::MOVING, 1).2, vec![0]);
+}
+
+#[test]
+fn time_imu_and_watchdog_registers_read_what_they_say() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    rig.advance_ms(7);
+    assert_eq!(rig.read(1, servo::REALTIME_TICK, 2).2, 7u16.to_le_bytes());
+    // Bus Watchdog: the board's timeout in 20 ms units, 255 once it has tripped.
+    assert_eq!(rig.read(1, servo::BUS_WATCHDOG, 1).2, vec![5]);
+    assert_eq!(
+        rig.write(BOARD, board::WATCHDOG_TIMEOUT_MS, &250u16.to_le_bytes()),
+        0
+    );
+    assert_eq!(rig.read(1, servo::BUS_WATCHDOG, 1).2, vec![12]);
+    // Gyro in mrad/s; orientation w = 1 as 16384 while nothing turns.
+    rig.sensors.0.borrow_mut().imu = Some(clawrl_firmware::imu::ImuSample {
+        gyro_rad_s: [0.0, 0.0, 0.25],
+        accel_m_s2: [0.0, 0.0, 9.81],
+    });
+    rig.advance_ms(1);
+    let (_, _, g) = rig.read(BOARD, board::GYRO, 6);
+    assert_eq!(i16::from_le_bytes([g[4], g[5]]), 250);
+    let (_, _, q) = rig.read(BOARD, board::QUATERNION, 2);
+    let w = i16::from_le_bytes([q[0], q[1]]);
+    assert!((16380..=16384).contains(&w), "{w}");
+}
+
+#[test]
+fn led_and_gains_are_stored() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    assert_eq!(rig.write(4, servo::LED, &[1]), 0);
+    assert_eq!(rig.read(4, servo::LED, 1).2, vec![1]);
+    for (addr, value) in [
+        (servo::POSITION_P_GAIN, 900u16),
+        (servo::POSITION_I_GAIN, 7),
+        (servo::POSITION_D_GAIN, 33),
+    ] {
+        assert_eq!(rig.write(4, addr, &value.to_le_bytes()), 0);
+        assert_eq!(rig.read(4, addr, 2).2, value.to_le_bytes());
+    }
+}
