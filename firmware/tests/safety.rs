@@ -1343,3 +1343,45 @@ fn led_and_gains_are_stored() {
         assert_eq!(rig.read(4, addr, 2).2, value.to_le_bytes());
     }
 }
+
+#[test]
+fn torque_enable_switches_one_servo_off_and_on_while_enabled() {
+    let config = config_with_watchdog(1000, SafeBehaviour::Hold);
+    let mut rig = Rig::new(config.clone());
+    enable(&mut rig);
+    rig.advance_ms(2);
+    assert_eq!(rig.write(2, servo::TORQUE_ENABLE, &[0]), 0);
+    rig.advance_ms(1);
+    assert_eq!(rig.pulse(1), 0);
+    assert_ne!(rig.pulse(0), 0);
+    assert_eq!(rig.write(2, servo::TORQUE_ENABLE, &[1]), 0);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Enabled);
+    rig.advance_ms(1);
+    assert_eq!(
+        rig.pulse(1),
+        pulse_of(&config, 1, 0.3),
+        "from where the joint is"
+    );
+    assert_eq!(rig.read(2, servo::TORQUE_ENABLE, 1).2, vec![1]);
+}
+
+#[test]
+fn sync_read_answers_each_listed_device_in_order() {
+    let mut rig = Rig::new(FirmwareConfig::claw_foot());
+    let answers = rig.send(
+        0xFE,
+        Command::SyncRead(SyncRead {
+            address: 0,
+            length: 2,
+            ids: &[3, 42, BOARD, 1],
+        }),
+    );
+    assert_eq!(
+        answers,
+        vec![
+            (3, 0, vec![0xA0, 0xC1]),
+            (BOARD, 0, vec![0xB0, 0xC1]),
+            (1, 0, vec![0xA0, 0xC1])
+        ]
+    );
+}
