@@ -1318,12 +1318,25 @@ fn time_imu_and_watchdog_registers_read_what_they_say() {
     assert_eq!(rig.read(1, servo::BUS_WATCHDOG, 1).2, vec![12]);
     // Gyro in mrad/s; orientation w = 1 as 16384 while nothing turns.
     rig.sensors.0.borrow_mut().imu = Some(clawrl_firmware::imu::ImuSample {
-        gyro_rad_s: [0.0, 0.0, 0.25],
-        accel_m_s2: [0.0, 0.0, 9.81],
+        gyro_rad_s: [0.1, -0.2, 0.25],
+        accel_m_s2: [0.5, -1.5, 9.81],
     });
     rig.advance_ms(1);
-    let (_, _, g) = rig.read(BOARD, board::GYRO, 6);
-    assert_eq!(i16::from_le_bytes([g[4], g[5]]), 250);
+    let (_, _, g) = rig.read(BOARD, board::GYRO, 12);
+    let v: Vec<i16> = g
+        .chunks(2)
+        .map(|c| i16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    assert_eq!(v, vec![100, -200, 250, 50, -150, 981]);
+    // Voltages in 0.1 V on the servos.
+    assert_eq!(
+        rig.read(1, servo::MIN_VOLTAGE_LIMIT, 2).2,
+        64u16.to_le_bytes()
+    );
+    assert_eq!(
+        rig.read(1, servo::PRESENT_INPUT_VOLTAGE, 2).2,
+        74u16.to_le_bytes()
+    );
     let (_, _, q) = rig.read(BOARD, board::QUATERNION, 2);
     let w = i16::from_le_bytes([q[0], q[1]]);
     assert!((16380..=16384).contains(&w), "{w}");
@@ -1384,4 +1397,30 @@ fn sync_read_answers_each_listed_device_in_order() {
             (1, 0, vec![0xA0, 0xC1])
         ]
     );
+}
+
+#[test]
+fn a_safe_behaviour_counts_only_for_its_own_latched_cause() {
+    // Watchdog behaviour limp, but the watchdog has not tripped: the e-stop damps.
+    let mut rig = Rig::new(config_with_watchdog(1000, SafeBehaviour::Limp));
+    enable(&mut rig);
+    rig.advance_ms(5);
+    assert_eq!(command(&mut rig, board::command::ESTOP), 0x80);
+    rig.advance_ms(5);
+    assert!(rig.pulses().iter().all(|&p| p != 0), "{:?}", rig.pulses());
+}
+
+#[test]
+fn enabling_with_a_dead_position_sensor_commands_mid_range_then_goes_limp() {
+    // Hip pitch (ID 2) [-1.2, 1.8]: its sensor reads NaN. Nothing to start from, so the first
+    // pulse is mid-range (0.3 rad), inside the limits; the Feedback fault then goes limp.
+    let config = config_with_watchdog(1000, SafeBehaviour::Hold);
+    let mut rig = Rig::new(config.clone());
+    rig.set_position(1, f32::NAN);
+    enable(&mut rig);
+    rig.advance_ms(1);
+    assert_eq!(rig.pulse(1), pulse_of(&config, 1, 0.3));
+    rig.advance_ms(9);
+    assert_eq!(rig.fw.controller().faults(), board::fault::FEEDBACK);
+    assert_eq!(rig.pulses(), [0; 16]);
 }
