@@ -24,8 +24,11 @@ if ! cargo fuzz --version 2>/dev/null | grep -q "cargo-fuzz $version"; then
 fi
 
 toolchain=()
-if rustup run nightly rustc --version >/dev/null 2>&1; then
+flavour=stable
+# FUZZ_NIGHTLY=0 forces the stable path.
+if [ "${FUZZ_NIGHTLY:-1}" != 0 ] && rustup run nightly rustc --version >/dev/null 2>&1; then
     toolchain=(+nightly)
+    flavour=nightly
 else
     export RUSTC_BOOTSTRAP=1
 fi
@@ -44,7 +47,7 @@ smoke() {
     start=$(date +%s)
     local log="$scratch/$name.log"
     if ! (cd "$project" && cargo "${toolchain[@]}" fuzz run -s none "$name" \
-        --target-dir "$target" \
+        --target-dir "$target/$flavour" \
         "$scratch/$name" "$root/$project/fuzz/seeds/$name" \
         -- -runs="$runs" -seed=1 -max_len=4096 -print_final_stats=1 \
         -artifact_prefix="$target/artifacts/$name/") >"$log" 2>&1; then
