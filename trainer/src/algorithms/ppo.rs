@@ -82,6 +82,12 @@ impl Ppo {
         self.opt.lr
     }
 
+    /// The rollout collected so far (rewards with time-outs bootstrapped, returns and
+    /// advantages after [`Algorithm::compute_returns`]).
+    pub fn storage(&self) -> &RolloutStorage {
+        &self.storage
+    }
+
     /// Critic values of raw observations (normalised here), detached.
     fn values_of(&self, raw: &[f32], n: usize) -> Result<Vec<f32>> {
         let d = self.critic.normalizer.dim();
@@ -93,6 +99,44 @@ impl Ppo {
             .flatten_all()?
             .to_vec1()?)
     }
+}
+
+/// rsl_rl's KL-adaptive learning rate: a measured KL above twice `desired_kl` divides the
+/// rate by 1.5 (not below `min_learning_rate`), one below half of it (and above zero)
+/// multiplies it by 1.5 (not above `max_learning_rate`); otherwise, or for a non-finite KL, the
+/// rate stays.
+pub fn adaptive_learning_rate(lr: f64, kl: f64, c: &PpoConfig) -> f64 {
+    if !kl.is_finite() {
+        lr
+    } else if kl > 2.0 * c.desired_kl {
+        (lr / 1.5).max(c.min_learning_rate)
+    } else if kl < c.desired_kl / 2.0 && kl > 0.0 {
+        (lr * 1.5).min(c.max_learning_rate)
+    } else {
+        lr
+    }
+}
+
+/// PPO's clipped surrogate loss, averaged: `mean(max(−A r, −A clamp(r, 1 − ε, 1 + ε)))` for
+/// probability ratios `r` and advantages `A` (both `[batch]`).
+pub fn clipped_surrogate_loss(ratio: &Tensor, adv: &Tensor, clip: f64) -> Result<Tensor> {
+    let surrogate = (adv.neg()? * ratio)?;
+    let clipped = (adv.neg()? * ratio.clamp(1.0 - clip, 1.0 + clip)?)?;
+    Ok(surrogate.maximum(&clipped)?.mean_all()?)
+}
+
+/// PPO's clipped value loss, averaged: the larger of `(V − R)²` and `(V_clip − R)²`, where
+/// `V_clip = V_old + clamp(V − V_old, −ε, ε)` (all `[batch]`).
+pub fn clipped_value_loss(
+    values: &Tensor,
+    old_values: &Tensor,
+    returns: &Tensor,
+    clip: f64,
+) -> Result<Tensor> {
+    let v_clip = (old_values + (values - old_values)?.clamp(-clip, clip)?)?;
+    let l1 = (values - returns)?.sqr()?;
+    let l2 = (v_clip - returns)?.sqr()?;
+    Ok(l1.maximum(&l2)?.mean_all()?)
 }
 
 impl Algorithm for Ppo {
@@ -266,28 +310,17 @@ impl Algorithm for Ppo {
                     );
                 }
                 kl /= mb as f64;
-                if c.schedule == "adaptive" && kl.is_finite() {
-                    if kl > 2.0 * c.desired_kl {
-                        self.opt.lr = (self.opt.lr / 1.5).max(c.min_learning_rate);
-                    } else if kl < c.desired_kl / 2.0 && kl > 0.0 {
-                        self.opt.lr = (self.opt.lr * 1.5).min(c.max_learning_rate);
-                    }
+                if c.schedule == "adaptive" {
+                    self.opt.lr = adaptive_learning_rate(self.opt.lr, kl, &c);
                 }
 
                 let logp = self.policy.log_prob(&dist, &actions)?;
                 let ratio = (logp - old_logp)?.exp()?;
-                let surrogate = (adv.neg()? * &ratio)?;
-                let clipped =
-                    (adv.neg()? * ratio.clamp(1.0 - c.clip_param, 1.0 + c.clip_param)?)?;
-                let policy_loss = surrogate.maximum(&clipped)?.mean_all()?;
+                let policy_loss = clipped_surrogate_loss(&ratio, &adv, c.clip_param)?;
 
                 let values = self.critic.net.forward(&obs_c)?.squeeze(1)?;
                 let value_loss = if c.use_clipped_value_loss {
-                    let v_clip = (&old_values
-                        + (&values - &old_values)?.clamp(-c.clip_param, c.clip_param)?)?;
-                    let l1 = (&values - &returns)?.sqr()?;
-                    let l2 = (v_clip - &returns)?.sqr()?;
-                    l1.maximum(&l2)?.mean_all()?
+                    clipped_value_loss(&values, &old_values, &returns, c.clip_param)?
                 } else {
                     (&values - &returns)?.sqr()?.mean_all()?
                 };

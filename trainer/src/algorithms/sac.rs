@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use anyhow::Result;
-use candle_core::{D, Device, Tensor, Var};
+use candle_core::{Device, Tensor, Var};
 use clawrl_policy::distribution;
 use clawrl_policy::{Mlp, Normalizer, ObsSource, Policy, Rng};
 use clawrl_sim::Batch;
@@ -87,6 +87,11 @@ impl Sac {
         })
     }
 
+    /// The replay buffer (time-outs are stored as non-terminal, with the final observation).
+    pub fn buffer(&self) -> &ReplayBuffer {
+        &self.buffer
+    }
+
     fn alpha(&self) -> Result<f64> {
         Ok(f64::from(self.log_alpha.as_tensor().to_vec1::<f32>()?[0]).exp())
     }
@@ -100,8 +105,7 @@ impl Sac {
         let eps = Tensor::from_vec(noise, dist.mean.shape(), &DEV)?;
         let u = (&dist.mean + (dist.log_std.exp()? * eps)?)?;
         let a = u.tanh()?;
-        let correction = ((a.sqr()?.neg()? + (1.0 + 1e-6))?.log()?).sum(D::Minus1)?;
-        let logp = (distribution::log_prob(&dist.mean, &dist.log_std, &u)? - correction)?;
+        let logp = distribution::squashed_log_prob(&dist.mean, &dist.log_std, &u)?;
         Ok((a, logp))
     }
 
@@ -114,6 +118,22 @@ impl Sac {
         };
         Ok(q1.minimum(&q2)?.squeeze(1)?)
     }
+}
+
+/// Polyak averaging: every target parameter becomes `tau * source + (1 - tau) * target`
+/// (parameters paired in order).
+pub fn soft_update(target: &[(String, Var)], source: &[(String, Var)], tau: f64) -> Result<()> {
+    anyhow::ensure!(
+        target.len() == source.len(),
+        "soft update of {} target parameters from {} source parameters",
+        target.len(),
+        source.len()
+    );
+    for ((_, t), (_, s)) in target.iter().zip(source) {
+        let mixed = ((s.as_tensor() * tau)? + (t.as_tensor() * (1.0 - tau))?)?;
+        t.set(&mixed)?;
+    }
+    Ok(())
 }
 
 impl Algorithm for Sac {
@@ -277,11 +297,7 @@ impl Algorithm for Sac {
                 }
                 // Polyak averaging of the targets.
                 for i in 0..2 {
-                    for ((_, t), (_, s)) in self.q_target[i].params().iter().zip(self.q[i].params())
-                    {
-                        let mixed = ((s.as_tensor() * c.tau)? + (t.as_tensor() * (1.0 - c.tau))?)?;
-                        t.set(&mixed)?;
-                    }
+                    soft_update(&self.q_target[i].params(), &self.q[i].params(), c.tau)?;
                 }
                 sq += qv;
                 sa += av;

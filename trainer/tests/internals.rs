@@ -1,0 +1,469 @@
+//! The learning algorithms' internals on small fixed inputs, with the arithmetic worked by hand
+//! in the comments (in the style of rsl_rl's GAE test): a broken loss, learning-rate schedule,
+//! target update or time-out bootstrap changes a number here even when cart-pole still balances.
+use std::collections::HashMap;
+
+use candle_core::{DType, Device, Tensor, Var};
+use clawrl_policy::{Activation, ObsSource, Policy, PolicyConfig, Registry, Rng};
+use clawrl_sim::Batch;
+use clawrl_trainer::algorithms::ppo::{
+    adaptive_learning_rate, clipped_surrogate_loss, clipped_value_loss,
+};
+use clawrl_trainer::algorithms::sac::soft_update;
+use clawrl_trainer::algorithms::{Algorithm, NoHooks, Ppo, Sac};
+use clawrl_trainer::config::{PolicySection, PpoConfig, SacConfig};
+use rand::{RngExt, SeedableRng};
+
+const DEV: Device = Device::Cpu;
+
+fn t1(v: &[f32]) -> Tensor {
+    Tensor::from_slice(v, v.len(), &DEV).unwrap()
+}
+
+fn scalar(t: &Tensor) -> f64 {
+    f64::from(t.to_scalar::<f32>().unwrap())
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol
+}
+
+fn ppo_config() -> PpoConfig {
+    PpoConfig {
+        num_steps_per_env: 1,
+        num_learning_epochs: 1,
+        num_mini_batches: 1,
+        clip_param: 0.2,
+        gamma: 0.5,
+        lam: 0.95,
+        value_loss_coef: 1.0,
+        entropy_coef: 0.0,
+        learning_rate: 1e-3,
+        max_grad_norm: 1.0,
+        use_clipped_value_loss: true,
+        schedule: "adaptive".into(),
+        desired_kl: 0.01,
+        min_learning_rate: 1e-5,
+        max_learning_rate: 1e-2,
+        normalize_advantage_per_mini_batch: false,
+    }
+}
+
+fn sac_config() -> SacConfig {
+    SacConfig {
+        num_steps_per_env: 1,
+        updates_per_iteration: 1,
+        buffer_size: 64,
+        batch_size: 8,
+        learning_starts: 8,
+        gamma: 0.5,
+        tau: 0.25,
+        actor_learning_rate: 1e-2,
+        critic_learning_rate: 1e-2,
+        alpha_learning_rate: 1e-2,
+        init_alpha: 0.5,
+        target_entropy_scale: 1.0,
+        max_grad_norm: 10.0,
+    }
+}
+
+/// Networks over 2-D privileged observations and 1-D actions; the critic is linear when
+/// `critic_hidden` is empty.
+fn section(kind: &str, critic_hidden: Vec<usize>) -> PolicySection {
+    PolicySection {
+        kind: kind.into(),
+        actor_hidden: vec![8],
+        critic_hidden,
+        activation: Activation::Elu,
+        init_std: 1.0,
+        actor_obs: ObsSource::Privileged,
+        critic_obs: ObsSource::Privileged,
+        obs_clip: 10.0,
+    }
+}
+
+const OBS: usize = 2;
+
+fn policy(p: &PolicySection, rng: &mut Rng) -> Box<dyn Policy> {
+    clawrl_policy::init_candle_threads(1);
+    Registry::default()
+        .build(
+            &PolicyConfig {
+                kind: p.kind.clone(),
+                obs_dim: OBS,
+                action_dim: 1,
+                obs_source: p.actor_obs,
+                hidden: p.actor_hidden.clone(),
+                activation: p.activation,
+                init_std: p.init_std,
+                obs_clip: p.obs_clip,
+            },
+            rng,
+        )
+        .unwrap()
+}
+
+fn ppo(cfg: PpoConfig, critic_hidden: Vec<usize>, num_envs: usize, seed: u64) -> Ppo {
+    let mut rng = Rng::seed_from_u64(seed);
+    let p = section("gaussian_mlp", critic_hidden);
+    let pol = policy(&p, &mut rng);
+    Ppo::new(cfg, pol, &p, OBS, num_envs, &mut rng).unwrap()
+}
+
+/// The outcome of one vectorised step, observations in the privileged layout only.
+fn batch(
+    obs: Vec<f32>,
+    rewards: Vec<f32>,
+    terminated: Vec<bool>,
+    truncated: Vec<bool>,
+    final_obs: Vec<f32>,
+) -> Batch {
+    let n = rewards.len();
+    Batch {
+        onboard: Vec::new(),
+        privileged: obs,
+        rewards,
+        terminated,
+        truncated,
+        final_privileged: final_obs,
+        final_onboard: Vec::new(),
+        finished: vec![None; n],
+    }
+}
+
+fn random_batch(n: usize, rng: &mut Rng) -> Batch {
+    let obs = (0..n * OBS).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let rewards = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+    batch(
+        obs,
+        rewards,
+        vec![false; n],
+        vec![false; n],
+        vec![0.0; n * OBS],
+    )
+}
+
+/// Saved tensors by name, as copies: a saved tensor shares its storage with the live
+/// parameter, which later updates overwrite in place.
+fn named(t: Vec<(String, Tensor)>) -> HashMap<String, Tensor> {
+    t.into_iter().map(|(k, v)| (k, v.copy().unwrap())).collect()
+}
+
+fn values(t: &Tensor) -> Vec<f32> {
+    t.flatten_all().unwrap().to_vec1().unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// PPO losses
+
+#[test]
+fn clipped_surrogate_loss_on_known_ratios_and_advantages() {
+    // ε = 0.2; per sample the loss is max(−A r, −A clamp(r, 0.8, 1.2)):
+    //   r = 1.5, A = +1: max(−1.5, −1.2) = −1.2   (gain clipped: no credit beyond 1 + ε)
+    //   r = 0.5, A = +1: max(−0.5, −0.8) = −0.5   (the unclipped, pessimistic term)
+    //   r = 1.1, A = −1: max( 1.1,  1.1) =  1.1   (inside the trust region)
+    //   r = 0.7, A = −1: max( 0.7,  0.8) =  0.8   (loss clipped: no credit below 1 − ε)
+    // mean = (−1.2 − 0.5 + 1.1 + 0.8) / 4 = 0.05.
+    // (Unclipped: −0.05; with min instead of max: −0.125.)
+    let loss = clipped_surrogate_loss(
+        &t1(&[1.5, 0.5, 1.1, 0.7]),
+        &t1(&[1.0, 1.0, -1.0, -1.0]),
+        0.2,
+    )
+    .unwrap();
+    assert!(close(scalar(&loss), 0.05, 1e-6), "{}", scalar(&loss));
+    // Ratio 1 everywhere: the loss is −mean(A).
+    let loss = clipped_surrogate_loss(&t1(&[1.0, 1.0]), &t1(&[2.0, 4.0]), 0.2).unwrap();
+    assert!(close(scalar(&loss), -3.0, 1e-6));
+}
+
+#[test]
+fn clipped_value_loss_on_known_values() {
+    // ε = 0.2; V_clip = V_old + clamp(V − V_old, ±0.2); per sample max((V − R)², (V_clip − R)²):
+    //   V = 1.0, V_old = 0.5, R = 2.0: V_clip = 0.7;  max(1.00, 1.69) = 1.69
+    //   V = 0.0, V_old = 0.1, R = 0.0: V_clip = 0.0;  max(0.00, 0.00) = 0.00
+    //   V = 3.0, V_old = 1.0, R = 3.0: V_clip = 1.2;  max(0.00, 3.24) = 3.24
+    //   V = −1,  V_old = 0.0, R = 1.0: V_clip = −0.2; max(4.00, 1.44) = 4.00
+    // mean = (1.69 + 0 + 3.24 + 4) / 4 = 2.2325.
+    // (With min instead of max: (1 + 0 + 0 + 1.44) / 4 = 0.61; unclipped: 1.25.)
+    let loss = clipped_value_loss(
+        &t1(&[1.0, 0.0, 3.0, -1.0]),
+        &t1(&[0.5, 0.1, 1.0, 0.0]),
+        &t1(&[2.0, 0.0, 3.0, 1.0]),
+        0.2,
+    )
+    .unwrap();
+    assert!(close(scalar(&loss), 2.2325, 1e-5), "{}", scalar(&loss));
+}
+
+// ---------------------------------------------------------------------------------------------
+// PPO's KL-adaptive learning rate
+
+#[test]
+fn kl_adaptive_learning_rate_on_known_kls() {
+    // desired_kl = 0.01, limits [1e-5, 1e-2].
+    let c = ppo_config();
+    let lr = 1e-3;
+    // KL 0.03 > 2 × 0.01: lr / 1.5 = 6.6667e-4.
+    assert!(close(
+        adaptive_learning_rate(lr, 0.03, &c),
+        1e-3 / 1.5,
+        1e-15
+    ));
+    // KL 0.004 < 0.01 / 2: lr × 1.5 = 1.5e-3.
+    assert!(close(adaptive_learning_rate(lr, 0.004, &c), 1.5e-3, 1e-15));
+    // Inside [0.005, 0.02], at both edges, at zero (no measurement) and NaN: unchanged.
+    for kl in [0.01, 0.02, 0.005, 0.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(adaptive_learning_rate(lr, kl, &c), lr, "kl = {kl}");
+    }
+    // The limits hold: 1.2e-5 / 1.5 = 8e-6 stops at 1e-5; 8e-3 × 1.5 = 1.2e-2 stops at 1e-2.
+    assert_eq!(adaptive_learning_rate(1.2e-5, 0.03, &c), 1e-5);
+    assert_eq!(adaptive_learning_rate(8e-3, 0.001, &c), 1e-2);
+}
+
+/// One PPO iteration (4 steps of 8 environments, 4 epochs of 1 minibatch) with `desired_kl`;
+/// returns the learning rate after it.
+fn ppo_learning_rate_after_update(desired_kl: f64, schedule: &str) -> f64 {
+    let cfg = PpoConfig {
+        num_steps_per_env: 4,
+        num_learning_epochs: 4,
+        learning_rate: 1e-2,
+        desired_kl,
+        min_learning_rate: 1e-6,
+        max_learning_rate: 1.0,
+        schedule: schedule.into(),
+        ..ppo_config()
+    };
+    let n = 8;
+    let mut alg = ppo(cfg, vec![8], n, 7);
+    let mut rng = Rng::seed_from_u64(11);
+    let mut b = random_batch(n, &mut rng);
+    for _ in 0..4 {
+        alg.act(&b, &mut rng).unwrap();
+        b = random_batch(n, &mut rng);
+        alg.process_env_step(&b).unwrap();
+    }
+    alg.compute_returns(&b).unwrap();
+    let stats = alg.update(&mut rng, &mut NoHooks, 0).unwrap();
+    let kl = stats.iter().find(|(k, _)| *k == "approx_kl").unwrap().1;
+    assert!(kl > 0.0 && kl.is_finite(), "the policy moved: KL {kl}");
+    alg.learning_rate()
+}
+
+/// `lr / lr0` as a power of 1.5.
+fn steps_of_1_5(lr: f64, lr0: f64) -> f64 {
+    (lr / lr0).ln() / 1.5f64.ln()
+}
+
+#[test]
+fn ppo_update_adapts_its_learning_rate_to_the_measured_kl() {
+    // The first minibatch measures KL ≈ 0 (the policy has not moved yet); each later one sees
+    // the KL of the steps taken so far.
+    // desired_kl = 1e-9: every KL after a step is above 2e-9, so the rate is divided by 1.5
+    // per minibatch after the first: 1e-2 / 1.5^3 (the first may add one × 1.5 if its KL is
+    // a rounding error above zero).
+    let lr0 = 1e-2;
+    let down = ppo_learning_rate_after_update(1e-9, "adaptive");
+    let k = steps_of_1_5(down, lr0);
+    assert!(
+        close(k, k.round(), 1e-9) && (-3.0..=-2.0).contains(&k.round()),
+        "lr {down}: {k} steps of 1.5"
+    );
+    // desired_kl = 10: every KL is below 5, so the rate is multiplied by 1.5 each time.
+    let up = ppo_learning_rate_after_update(10.0, "adaptive");
+    let k = steps_of_1_5(up, lr0);
+    assert!(
+        close(k, k.round(), 1e-9) && (3.0..=4.0).contains(&k.round()),
+        "lr {up}: {k} steps of 1.5"
+    );
+    // A fixed schedule keeps it.
+    assert_eq!(ppo_learning_rate_after_update(1e-9, "fixed"), lr0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time-outs
+
+/// Sets `name` in `t` to `values` with the stored tensor's shape and dtype.
+fn set(t: &mut HashMap<String, Tensor>, name: &str, values: &[f64]) {
+    let old = t.get(name).unwrap_or_else(|| panic!("no tensor `{name}`"));
+    let new = Tensor::new(values, &DEV)
+        .unwrap()
+        .to_dtype(old.dtype())
+        .unwrap()
+        .reshape(old.shape())
+        .unwrap();
+    t.insert(name.into(), new);
+}
+
+#[test]
+fn ppo_bootstraps_time_outs_with_the_value_of_the_final_observation() {
+    // A linear critic V(s) = s₀ + 0.5 on an identity normaliser (count 1e15: the batches seen
+    // while acting do not move it), γ = 0.5, one step of four environments, reward 1 each:
+    //   env 0 timed out in s_T = (3, 9):      r = 1 + γ V(s_T) = 1 + 0.5 × 3.5 = 2.75
+    //   env 1 terminated in (5, 0):            r = 1, no bootstrap
+    //   env 2 terminated and timed out (7, 0): r = 1 (termination wins)
+    //   env 3 still running, next s = (1, 0):  r = 1
+    // All next observations (after the automatic reset) are (1, 0), V = 1.5. Done steps do
+    // not bootstrap from the next observation; the running one does:
+    //   returns = (2.75, 1, 1, 1 + 0.5 × 1.5 = 1.75).
+    // (Without the time-out bootstrap env 0's return is 1; bootstrapping it from the reset
+    // observation instead of s_T gives 1.75.)
+    let mut alg = ppo(ppo_config(), vec![], 4, 3);
+    let mut t = named(alg.save().unwrap());
+    set(&mut t, "critic.0.weight", &[1.0, 0.0]);
+    set(&mut t, "critic.0.bias", &[0.5]);
+    set(&mut t, "critic_normalizer.mean", &[0.0, 0.0]);
+    set(&mut t, "critic_normalizer.var", &[1.0, 1.0]);
+    set(&mut t, "critic_normalizer.count", &[1e15]);
+    alg.load(&t).unwrap();
+
+    let mut rng = Rng::seed_from_u64(5);
+    let before = batch(
+        vec![0.2, -0.1, 0.4, 0.3, -0.6, 0.0, 0.1, 0.9],
+        vec![0.0; 4],
+        vec![false; 4],
+        vec![false; 4],
+        vec![0.0; 8],
+    );
+    alg.act(&before, &mut rng).unwrap();
+    let after = batch(
+        vec![1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0],
+        vec![1.0; 4],
+        vec![false, true, true, false],
+        vec![true, false, true, false],
+        vec![3.0, 9.0, 5.0, 0.0, 7.0, 0.0, 0.0, 0.0],
+    );
+    alg.process_env_step(&after).unwrap();
+    alg.compute_returns(&after).unwrap();
+    let s = alg.storage();
+    let want_rewards = [2.75, 1.0, 1.0, 1.0];
+    let want_returns = [2.75, 1.0, 1.0, 1.75];
+    for e in 0..4 {
+        assert!(
+            close(f64::from(s.rewards[e]), want_rewards[e], 1e-5),
+            "rewards {:?}",
+            s.rewards
+        );
+        assert!(
+            close(f64::from(s.returns[e]), want_returns[e], 1e-5),
+            "returns {:?}",
+            s.returns
+        );
+    }
+    assert_eq!(s.dones, vec![1.0, 1.0, 1.0, 0.0]);
+}
+
+fn sac(cfg: SacConfig, num_envs: usize, seed: u64) -> Sac {
+    let mut rng = Rng::seed_from_u64(seed);
+    let p = section("squashed_gaussian_mlp", vec![8]);
+    let pol = policy(&p, &mut rng);
+    Sac::new(cfg, pol, &p, OBS, num_envs, &mut rng).unwrap()
+}
+
+#[test]
+fn sac_stores_time_outs_as_bootstrapping_transitions_from_the_final_observation() {
+    // Same four outcomes as above. A time-out is not terminal (its target keeps
+    // γ min Q'(s_T, a')) and its next observation is s_T, not the reset observation.
+    let mut alg = sac(sac_config(), 4, 3);
+    let mut rng = Rng::seed_from_u64(5);
+    let before = random_batch(4, &mut rng);
+    alg.act(&before, &mut rng).unwrap();
+    let after = batch(
+        vec![1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0],
+        vec![1.0; 4],
+        vec![false, true, true, false],
+        vec![true, false, true, false],
+        vec![3.0, 9.0, 5.0, 0.0, 7.0, 0.0, 0.0, 0.0],
+    );
+    alg.process_env_step(&after).unwrap();
+    let b = alg.buffer();
+    assert_eq!(b.len, 4);
+    assert_eq!(&b.terminals[..4], &[0.0, 1.0, 1.0, 0.0]);
+    assert_eq!(
+        &b.next_critic_obs[..8],
+        &[3.0, 9.0, 5.0, 0.0, 7.0, 0.0, 1.0, 0.0]
+    );
+    assert_eq!(&b.next_actor_obs[..8], &b.next_critic_obs[..8]);
+    assert_eq!(&b.rewards[..4], &[1.0; 4]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SAC's target networks
+
+fn var(v: &[f32]) -> Var {
+    Var::from_tensor(&t1(v)).unwrap()
+}
+
+#[test]
+fn one_soft_target_update_step_on_known_weights() {
+    // τ = 0.1: target ← 0.1 source + 0.9 target.
+    //   0.1 × 1 + 0.9 × 0 = 0.1;  0.1 × 20 + 0.9 × 10 = 11;  0.1 × 4 + 0.9 × (−4) = −3.2
+    // (τ and 1 − τ swapped: 0.9, 19, 3.2.)
+    let target = vec![("t".to_string(), var(&[0.0, 10.0, -4.0]))];
+    let source = vec![("s".to_string(), var(&[1.0, 20.0, 4.0]))];
+    soft_update(&target, &source, 0.1).unwrap();
+    let got = values(target[0].1.as_tensor());
+    for (g, w) in got.iter().zip([0.1f32, 11.0, -3.2]) {
+        assert!((g - w).abs() < 1e-5, "{got:?}");
+    }
+    // The source is untouched.
+    assert_eq!(values(source[0].1.as_tensor()), vec![1.0, 20.0, 4.0]);
+    // A second step moves the remaining gap by another 10 %: 0.1 + 0.1 × (1 − 0.1) = 0.19.
+    soft_update(&target, &source, 0.1).unwrap();
+    assert!((values(target[0].1.as_tensor())[0] - 0.19).abs() < 1e-6);
+}
+
+#[test]
+fn sac_update_moves_targets_a_fraction_tau_towards_the_critics() {
+    // At construction the targets equal the critics (Q_old). One gradient step gives Q_new;
+    // then target = τ Q_new + (1 − τ) Q_old, τ = 0.25, for every parameter of both critics.
+    let mut alg = sac(sac_config(), 8, 9);
+    let mut rng = Rng::seed_from_u64(13);
+    let mut b = random_batch(8, &mut rng);
+    for _ in 0..2 {
+        alg.act(&b, &mut rng).unwrap();
+        b = random_batch(8, &mut rng);
+        alg.process_env_step(&b).unwrap();
+    }
+    let old = named(alg.save().unwrap());
+    let stats = alg.update(&mut rng, &mut NoHooks, 0).unwrap();
+    let q_loss = stats.iter().find(|(k, _)| *k == "q_loss").unwrap().1;
+    assert!(q_loss.is_finite(), "one update ran: {stats:?}");
+    let new = named(alg.save().unwrap());
+    let mut checked = 0;
+    let mut moved = 0.0f32;
+    for q in ["q1", "q2"] {
+        for layer in 0..2 {
+            for p in ["weight", "bias"] {
+                let key = format!("{q}.{layer}.{p}");
+                let tkey = format!("{q}_target.{layer}.{p}");
+                let (q_old, t_old) = (values(&old[&key]), values(&old[&tkey]));
+                assert_eq!(q_old, t_old, "targets start as copies");
+                let (q_new, t_new) = (values(&new[&key]), values(&new[&tkey]));
+                for i in 0..q_old.len() {
+                    let want = 0.25 * q_new[i] + 0.75 * q_old[i];
+                    assert!(
+                        (t_new[i] - want).abs() < 1e-6,
+                        "{tkey}[{i}]: {} vs {want}",
+                        t_new[i]
+                    );
+                    moved = moved.max((q_new[i] - q_old[i]).abs());
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 8);
+    assert!(
+        moved > 1e-4,
+        "the critics moved ({moved}), so the check has teeth"
+    );
+}
+
+#[test]
+fn the_soft_update_pairs_parameters_of_equal_count() {
+    let target = vec![("t".to_string(), var(&[0.0]))];
+    assert!(soft_update(&target, &[], 0.5).is_err());
+    let z = Var::from_tensor(&Tensor::zeros(1, DType::F32, &DEV).unwrap()).unwrap();
+    soft_update(&target, &[("s".into(), z)], 0.5).unwrap();
+}
