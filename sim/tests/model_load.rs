@@ -16,7 +16,7 @@ fn write(name: &str, xml: &str) -> PathBuf {
 /// MuJoCo's reason for refusing `xml`, with the whole error message.
 fn reason_for(name: &str, xml: &str) -> (String, String) {
     let path = write(name, xml);
-    let err = load(&path).err().expect("a broken model must not load");
+    let err = load(&path).expect_err("a broken model must not load");
     let msg = err.to_string();
     let SimError::ModelLoad { file, reason } = err else {
         panic!("not a load error: {msg}");
@@ -74,7 +74,7 @@ fn a_bad_attribute_value_is_reported_with_the_attribute() {
 #[test]
 fn a_missing_file_says_so() {
     let path = std::env::temp_dir().join("clawrl-no-such-model.xml");
-    let err = load(&path).err().expect("no file, no model");
+    let err = load(&path).expect_err("no file, no model");
     assert!(
         matches!(&err, SimError::ModelLoad { reason, .. } if reason == "no such file"),
         "{err}"
