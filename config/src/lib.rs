@@ -111,15 +111,34 @@ pub fn from_str<T: DeserializeOwned + Validate>(
     file: impl AsRef<Path>,
     overrides: &[String],
 ) -> Result<T, ConfigError> {
+    let table = parse_table(text, file.as_ref())?;
+    from_table(table, file, overrides)
+}
+
+/// Parses TOML text into a table; a syntax error names the file.
+pub fn parse_table(text: &str, file: &Path) -> Result<toml::Table, ConfigError> {
+    text.parse().map_err(|e: toml::de::Error| ConfigError {
+        file: file.to_path_buf(),
+        key: String::new(),
+        reason: e.to_string(),
+    })
+}
+
+/// As [`from_str`], for a table already parsed (for example one section of a larger file).
+pub fn from_table<T: DeserializeOwned + Validate>(
+    mut table: toml::Table,
+    file: impl AsRef<Path>,
+    overrides: &[String],
+) -> Result<T, ConfigError> {
     let file = file.as_ref();
     let err = |key: String, reason: String| ConfigError {
         file: file.to_path_buf(),
         key,
         reason,
     };
-    let mut table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| err(String::new(), e.to_string()))?;
+    if let Some(key) = first_non_finite(&table, "") {
+        return Err(err(key, NON_FINITE.into()));
+    }
     for spec in overrides {
         let (key, value) = spec
             .split_once('=')
@@ -133,6 +152,105 @@ pub fn from_str<T: DeserializeOwned + Validate>(
     })?;
     config.validate().map_err(|e| err(e.key, e.reason))?;
     Ok(config)
+}
+
+/// The one message for a NaN or infinite value, in a file or in a `--set`.
+pub const NON_FINITE: &str = "NaN and infinity are not accepted as values (give a finite number)";
+
+/// Dotted key of the first NaN/inf float in `table`, if any.
+fn first_non_finite(table: &toml::Table, prefix: &str) -> Option<String> {
+    fn walk(v: &toml::Value, key: String) -> Option<String> {
+        match v {
+            toml::Value::Float(x) if !x.is_finite() => Some(key),
+            toml::Value::Table(t) => first_non_finite(t, &key),
+            toml::Value::Array(a) => a.iter().find_map(|x| walk(x, key.clone())),
+            _ => None,
+        }
+    }
+    table.iter().find_map(|(k, v)| {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        walk(v, key)
+    })
+}
+
+/// One `--set SECTION.KEY=VALUE` override from the command line, split but not yet applied.
+/// Every subcommand reads `--set` with this one grammar; which sections it accepts is its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    /// The text as the user typed it.
+    pub text: String,
+    /// First component of the key (`ppo` in `ppo.gamma=0.98`).
+    pub section: String,
+    /// The whole dotted key (`ppo.gamma`).
+    pub key: String,
+    /// The key without its section (`gamma`).
+    pub rest: String,
+    pub value: String,
+}
+
+impl Override {
+    /// Splits `SECTION.KEY=VALUE`; an error names what is wrong with the text.
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let err = |key: &str, reason: String| ConfigError {
+            file: PathBuf::from("--set"),
+            key: key.to_string(),
+            reason,
+        };
+        let (key, value) = text.split_once('=').ok_or_else(|| {
+            err(
+                text.trim(),
+                "an override must read SECTION.KEY=VALUE".into(),
+            )
+        })?;
+        let (key, value) = (key.trim(), value.trim());
+        let (section, rest) = key.split_once('.').ok_or_else(|| {
+            err(
+                key,
+                format!(
+                    "`{key}` has no section: write SECTION.KEY=VALUE (for example task.{key}=...)"
+                ),
+            )
+        })?;
+        if section.is_empty() || rest.is_empty() {
+            return Err(err(key, "an override must read SECTION.KEY=VALUE".into()));
+        }
+        if is_non_finite_text(value) {
+            return Err(err(key, NON_FINITE.into()));
+        }
+        Ok(Self {
+            text: text.trim().to_string(),
+            section: section.to_string(),
+            key: key.to_string(),
+            rest: rest.to_string(),
+            value: value.to_string(),
+        })
+    }
+
+    /// The override as `KEY=VALUE` for a file that holds the section's keys at top level.
+    pub fn without_section(&self) -> String {
+        format!("{}={}", self.rest, self.value)
+    }
+
+    /// The error for an override whose section this command does not take.
+    pub fn not_allowed(&self, reason: impl fmt::Display) -> ConfigError {
+        ConfigError {
+            file: PathBuf::from("--set"),
+            key: self.key.clone(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+fn is_non_finite_text(value: &str) -> bool {
+    let v = value
+        .trim()
+        .trim_start_matches(['+', '-'])
+        .to_ascii_lowercase();
+    matches!(v.as_str(), "nan" | "inf" | "infinity")
 }
 
 /// serde reports a missing field at its parent's path; name the field itself instead.
@@ -170,6 +288,9 @@ pub fn set_key(table: &mut toml::Table, key: &str, value: &str) -> Result<(), St
     let old = cur
         .get(last)
         .ok_or_else(|| "no such key to override".to_string())?;
+    if is_non_finite_text(value) {
+        return Err(NON_FINITE.into());
+    }
     let parsed = parse_value(value);
     if std::mem::discriminant(old) != std::mem::discriminant(&parsed)
         && !(old.is_float() && parsed.is_integer())
@@ -300,6 +421,45 @@ mod tests {
     fn syntax_error_names_file() {
         let e = load_str("name = \n", &[]).unwrap_err();
         assert!(e.to_string().starts_with("configs/test.toml:"), "{e}");
+    }
+
+    #[test]
+    fn nan_and_inf_are_refused_everywhere_with_one_message() {
+        for v in ["nan", "NaN", "-inf", "+inf", "inf", "Infinity"] {
+            let e = load_str(GOOD, &[&format!("inner.rate={v}")]).unwrap_err();
+            assert_eq!(
+                (e.key.as_str(), e.reason.as_str()),
+                ("inner.rate", NON_FINITE),
+                "{v}"
+            );
+            let e = Override::parse(&format!("inner.rate={v}")).unwrap_err();
+            assert_eq!(e.reason, NON_FINITE, "{v}");
+        }
+        let e = load_str("name = \"x\"\n[inner]\nrate = nan\nsteps = 3\n", &[]).unwrap_err();
+        assert_eq!(
+            (e.key.as_str(), e.reason.as_str()),
+            ("inner.rate", NON_FINITE)
+        );
+    }
+
+    #[test]
+    fn override_grammar() {
+        let o = Override::parse(" task.env.decimation = 5 ").unwrap();
+        assert_eq!(
+            (
+                o.section.as_str(),
+                o.key.as_str(),
+                o.rest.as_str(),
+                o.value.as_str()
+            ),
+            ("task", "task.env.decimation", "env.decimation", "5")
+        );
+        assert_eq!(o.without_section(), "env.decimation=5");
+        let e = Override::parse("decimation=5").unwrap_err();
+        assert!(e.reason.contains("no section"), "{e}");
+        assert!(e.to_string().starts_with("--set: key `decimation`"), "{e}");
+        assert!(Override::parse("task.x").is_err());
+        assert!(Override::parse(".x=1").is_err());
     }
 
     #[test]

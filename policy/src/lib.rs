@@ -8,6 +8,7 @@
 //! - [`registry`]: policy kind name -> constructor; save/load of a policy to one safetensors file.
 //! - [`io`]: safetensors read/write with string metadata.
 pub mod distribution;
+pub mod fault;
 pub mod io;
 pub mod mlp;
 pub mod normalizer;

@@ -80,7 +80,13 @@ impl Registry {
 
     /// Saves a policy (weights, normaliser, config) to one safetensors file, atomically.
     pub fn save(policy: &dyn Policy, path: &Path) -> Result<()> {
-        let (tensors, meta) = Self::to_parts(policy)?;
+        Self::save_with(policy, path, &Metadata::new())
+    }
+
+    /// As [`Registry::save`], with extra metadata entries (for example the run's configuration).
+    pub fn save_with(policy: &dyn Policy, path: &Path, extra: &Metadata) -> Result<()> {
+        let (tensors, mut meta) = Self::to_parts(policy)?;
+        meta.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         io::save(path, &tensors, &meta)
     }
 

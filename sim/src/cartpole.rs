@@ -58,6 +58,7 @@ impl CartPole {
             control_dt: model.opt().timestep * DECIMATION as f64,
             max_episode_steps: MAX_STEPS,
             reward_terms: vec!["alive".into()],
+            foot_names: Vec::new(),
         };
         Self {
             spec,

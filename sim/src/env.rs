@@ -27,6 +27,8 @@ pub struct EnvSpec {
     pub max_episode_steps: usize,
     /// Names of the reward terms, in the order of [`EpisodeLog::terms`].
     pub reward_terms: Vec<String>,
+    /// Names of the feet, in the order of [`Telemetry::foot_contact`] (empty without feet).
+    pub foot_names: Vec<String>,
 }
 
 impl EnvSpec {

@@ -2,6 +2,8 @@
 //! (weights, optimiser state, normalisers, replay buffer, RNG, iteration, metrics, resolved
 //! config), written atomically: temporary file, fsync, rename. A process killed at any moment
 //! leaves either the previous checkpoint set or the new file complete, never a partial file.
+//! Every file carries a sha256 of its contents (see `clawrl_policy::io`): a damaged checkpoint
+//! is refused by name, and readers fall back to the newest good one with a warning.
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -53,6 +55,70 @@ pub fn find(path: &Path) -> Result<PathBuf> {
     latest(path).with_context(|| format!("no checkpoint in {}", path.join(DIR).display()))
 }
 
+/// The run folder a checkpoint file belongs to (`RUN/checkpoints/ckpt_N.safetensors` -> `RUN`).
+pub fn run_dir_of(file: &Path) -> Option<PathBuf> {
+    let dir = file.parent()?;
+    (dir.file_name()? == DIR).then(|| dir.parent().unwrap_or(Path::new(".")).to_path_buf())
+}
+
+/// A loaded checkpoint: where it came from and what it holds.
+pub struct Loaded {
+    pub path: PathBuf,
+    pub iteration: Option<usize>,
+    pub tensors: HashMap<String, Tensor>,
+    pub meta: Metadata,
+}
+
+/// Loads the newest checkpoint of `run_dir` that passes its integrity check, newest first.
+/// Each damaged one is reported with a warning and handed to `on_bad` (which may move it
+/// aside); none good is an error listing what was wrong with each.
+pub fn load_newest_good(run_dir: &Path, on_bad: &mut dyn FnMut(&Path)) -> Result<Loaded> {
+    let all = list(run_dir);
+    anyhow::ensure!(
+        !all.is_empty(),
+        "no checkpoint in {}",
+        run_dir.join(DIR).display()
+    );
+    let mut problems = Vec::new();
+    for (it, path) in all.into_iter().rev() {
+        match load(&path) {
+            Ok((tensors, meta)) => {
+                if !problems.is_empty() {
+                    tracing::warn!(
+                        "falling back to {} (iteration {it}), the newest good checkpoint",
+                        path.display()
+                    );
+                }
+                return Ok(Loaded {
+                    path,
+                    iteration: Some(it),
+                    tensors,
+                    meta,
+                });
+            }
+            Err(e) => {
+                tracing::warn!("skipping damaged checkpoint: {e:#}");
+                on_bad(&path);
+                problems.push(format!("{e:#}"));
+            }
+        }
+    }
+    anyhow::bail!(
+        "no good checkpoint in {}:\n  {}",
+        run_dir.join(DIR).display(),
+        problems.join("\n  ")
+    )
+}
+
+/// Moves a damaged checkpoint out of the way (`*.corrupt`), keeping it for inspection.
+pub fn quarantine(path: &Path) {
+    let to = path.with_extension("safetensors.corrupt");
+    match std::fs::rename(path, &to) {
+        Ok(()) => tracing::warn!("moved {} to {}", path.display(), to.display()),
+        Err(e) => tracing::warn!("could not move {} aside: {e}", path.display()),
+    }
+}
+
 pub fn save(
     out_dir: &Path,
     iteration: usize,
@@ -73,7 +139,7 @@ pub fn save(
 }
 
 pub fn load(path: &Path) -> Result<(HashMap<String, Tensor>, Metadata)> {
-    io::load(path).with_context(|| format!("reading checkpoint {}", path.display()))
+    io::load(path).with_context(|| format!("checkpoint {} refused", path.display()))
 }
 
 /// The RNG's exact position as text: seed (hex), stream, word position.

@@ -2,12 +2,19 @@
 //! (`configs/algo/*.toml`) and the policy; every key is required, unknown keys are refused, and
 //! every error names the file and the dotted key (see `clawrl_config`).
 //!
-//! `--set` overrides are routed by their first component: `run.*` and `policy.*` go to the run
-//! file, `ppo.*` / `sac.*` to the algorithm file, `task.*` (prefix removed) to the task file.
+//! The algorithm and the task may also be given inline, as `[ppo]`/`[sac]` and `[task]` tables
+//! of the run file with `algo_config`/`task_config` empty. That is the form in which a run saves
+//! its resolved configuration (`config.toml`, see [`TrainConfig::to_run_file`]), so a run's own
+//! output is a valid `--config` and never depends on files that may change later.
+//!
+//! `--set SECTION.KEY=VALUE` overrides are routed by section: `run.*` and `policy.*` go to the
+//! run file, `ppo.*` / `sac.*` to the algorithm (only the run's own algorithm), `task.*` to the
+//! task (only for tasks that have a task file).
 use std::path::{Path, PathBuf};
 
-use clawrl_config::{ConfigError, KeyError, Validate, check_range};
+use clawrl_config::{ConfigError, KeyError, Override, Validate, check_range};
 use clawrl_policy::{Activation, ObsSource};
+use clawrl_sim::quadruped::TaskConfig;
 use serde::{Deserialize, Serialize};
 
 /// `[run]`: what to train, where, and for how long.
@@ -78,12 +85,6 @@ impl Validate for RunConfig {
                 format!("`{}` is not one of {TASKS:?}", r.task),
             ));
         }
-        if r.task.starts_with("quadruped") && r.task_config.is_empty() {
-            return Err(KeyError::new(
-                "run.task_config",
-                "quadruped tasks need a task file",
-            ));
-        }
         if !["ppo", "sac"].contains(&r.algorithm.as_str()) {
             return Err(KeyError::new(
                 "run.algorithm",
@@ -110,6 +111,19 @@ impl Validate for RunConfig {
             return Err(KeyError::new(
                 "policy.critic_hidden",
                 "needs at least one positive layer size",
+            ));
+        }
+        let kinds = clawrl_policy::Registry::default();
+        if !kinds.kinds().contains(&p.kind.as_str()) {
+            let mut known = kinds.kinds();
+            known.sort();
+            return Err(KeyError::new(
+                "policy.kind",
+                format!(
+                    "`{}` is not a registered policy kind ({})",
+                    p.kind,
+                    known.join(", ")
+                ),
             ));
         }
         check_range("policy.init_std", p.init_std, 1e-4, 10.0)?;
@@ -247,18 +261,117 @@ impl Validate for SacFile {
     }
 }
 
-/// The whole resolved configuration of a run (saved in every checkpoint).
+/// The whole resolved configuration of a run (saved in every checkpoint and policy file, and
+/// as the run's `config.toml`): everything by content, nothing by path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TrainConfig {
-    /// Task overrides (`--set task.x=y`, prefix removed), applied when the task file is loaded.
-    pub task_overrides: Vec<String>,
-    /// The run file it came from.
+    /// The run file it came from (for the record; never read again).
     pub source: PathBuf,
     pub run: RunConfig,
     /// Present when `run.algorithm = "ppo"`.
     pub ppo: Option<PpoConfig>,
     /// Present when `run.algorithm = "sac"`.
     pub sac: Option<SacConfig>,
+    /// The task's settings (quadruped tasks); cart-pole has none.
+    pub task: Option<TaskConfig>,
+}
+
+/// `run.*` keys a resume may change: they change how the run is carried out, not what it
+/// computes (env threads give identical results for a seed, see `VecEnv`).
+pub const RESUMABLE_KEYS: [&str; 6] = [
+    "run.max_iterations",
+    "run.checkpoint_every",
+    "run.keep_checkpoints",
+    "run.plot_every",
+    "run.env_threads",
+    "run.candle_threads",
+];
+
+impl TrainConfig {
+    /// The task is cart-pole (no task file, no feet, no command).
+    pub fn is_cartpole(&self) -> bool {
+        self.run.run.task == "cartpole"
+    }
+
+    /// The configuration as a self-contained run file (algorithm and task inline), with
+    /// `out_dir` set to where the run actually writes. Loading it gives this config back.
+    pub fn to_run_file(&self, out_dir: &Path) -> anyhow::Result<String> {
+        let mut cfg = self.clone();
+        cfg.run.run.out_dir = out_dir.display().to_string();
+        cfg.run.run.algo_config = String::new();
+        cfg.run.run.algo_overrides.clear();
+        cfg.run.run.task_config = String::new();
+        let mut doc = toml::Table::try_from(&cfg.run)?;
+        if let Some(p) = &cfg.ppo {
+            doc.insert("ppo".into(), toml::Value::try_from(p)?);
+        }
+        if let Some(s) = &cfg.sac {
+            doc.insert("sac".into(), toml::Value::try_from(s)?);
+        }
+        if let Some(t) = &cfg.task {
+            doc.insert("task".into(), toml::Value::try_from(t)?);
+        }
+        Ok(format!(
+            "# Resolved configuration of the run in {} (clawrl {}), first loaded from {}.\n\
+             # Self-contained: a valid `clawrl train --config` file.\n{}",
+            out_dir.display(),
+            env!("CARGO_PKG_VERSION"),
+            self.source.display(),
+            toml::to_string(&doc)?
+        ))
+    }
+
+    /// Applies resume overrides: only [`RESUMABLE_KEYS`] may change.
+    pub fn apply_resume_overrides(&mut self, overrides: &[String]) -> Result<(), ConfigError> {
+        for text in overrides {
+            let o = Override::parse(text)?;
+            if !RESUMABLE_KEYS.contains(&o.key.as_str()) {
+                return Err(o.not_allowed(format!(
+                    "a resumed run keeps its configuration; --resume may change only {}. \
+                     To change anything else, start a new run with --config (a run's config.toml is one)",
+                    RESUMABLE_KEYS.join(", ")
+                )));
+            }
+            let mut table = toml::Table::try_from(&self.run).map_err(|e| o.not_allowed(e))?;
+            clawrl_config::set_key(&mut table, &o.key, &o.value).map_err(|e| o.not_allowed(e))?;
+            let run: RunConfig = clawrl_config::from_table(table, "--set", &[])?;
+            self.run = run;
+        }
+        Ok(())
+    }
+}
+
+impl TrainConfig {
+    /// Applies `--set task.KEY=VALUE` to the stored task settings (evaluation under other
+    /// conditions, for example a slope). Other sections, and any task key on cart-pole, are
+    /// refused naming the key.
+    pub fn apply_task_overrides(
+        &mut self,
+        overrides: &[String],
+        command: &str,
+    ) -> Result<(), ConfigError> {
+        for text in overrides {
+            let o = Override::parse(text)?;
+            if o.section != "task" {
+                return Err(o.not_allowed(format!("`clawrl {command}` takes only task.* keys")));
+            }
+            let Some(task) = &self.task else {
+                return Err(o.not_allowed(format!(
+                    "task `{}` has no task settings: task.* keys do not apply to it",
+                    self.run.run.task
+                )));
+            };
+            let inline = toml::Table::from_iter([(
+                "task".to_string(),
+                toml::Value::try_from(task).map_err(|e| o.not_allowed(e))?,
+            )]);
+            let t: InlineTask =
+                clawrl_config::from_table(inline, "--set", std::slice::from_ref(&o.text))?;
+            self.task = Some(t.task);
+        }
+        Ok(())
+    }
 }
 
 /// Resolves a path named in a config: as given if it exists, else relative to the repository
@@ -278,34 +391,255 @@ pub fn resolve(path: &str, run_file: &Path) -> PathBuf {
     }
 }
 
-/// Loads a run file and its algorithm file with `--set` overrides routed by prefix.
+/// A config path given on the command line: as given if it exists, else relative to the
+/// repository this binary was built from, so `clawrl` works outside the repository root too.
+pub fn find_config(path: &Path) -> Result<PathBuf, ConfigError> {
+    if path.exists() {
+        return Ok(path.to_path_buf());
+    }
+    let in_repo = clawrl_sim::repo_root().join(path);
+    if path.is_relative() && in_repo.exists() {
+        return Ok(in_repo);
+    }
+    Err(ConfigError {
+        file: path.to_path_buf(),
+        key: String::new(),
+        reason: format!(
+            "no such file (relative paths are read from the current directory, then from the \
+             repository {}; run from the repository root or give the full path)",
+            clawrl_sim::repo_root().display()
+        ),
+    })
+}
+
+/// `--set` overrides of a training run, sorted by where they apply.
+#[derive(Debug, Default)]
+struct Routed {
+    run: Vec<String>,
+    algo: Vec<String>,
+    task: Vec<Override>,
+}
+
+fn route(overrides: &[String]) -> Result<Routed, ConfigError> {
+    let mut r = Routed::default();
+    for text in overrides {
+        let o = Override::parse(text)?;
+        match o.section.as_str() {
+            "run" | "policy" => r.run.push(o.text.clone()),
+            "ppo" | "sac" => r.algo.push(o.text.clone()),
+            "task" => r.task.push(o),
+            _ => {
+                return Err(o.not_allowed(format!(
+                    "unknown section `{}`: `clawrl train` takes run.*, policy.*, ppo.*, sac.* (the run's algorithm) and task.* keys",
+                    o.section
+                )));
+            }
+        }
+    }
+    Ok(r)
+}
+
+fn key_err(file: &Path, key: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        file: file.to_path_buf(),
+        key: key.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Loads a run file with its algorithm and task (from their files or inline) and applies the
+/// `--set` overrides.
 pub fn load_train_config(
     run_file: &Path,
     overrides: &[String],
 ) -> Result<TrainConfig, ConfigError> {
-    let (mut run_o, mut algo_o, mut task_o) = (Vec::new(), Vec::new(), Vec::new());
-    for o in overrides {
-        let key = o.split('=').next().unwrap_or("").trim();
-        match key.split('.').next().unwrap_or("") {
-            "ppo" | "sac" => algo_o.push(o.clone()),
-            "task" => task_o.push(o.trim().trim_start_matches("task.").to_string()),
-            _ => run_o.push(o.clone()),
+    let routed = route(overrides)?;
+    let text = std::fs::read_to_string(run_file)
+        .map_err(|e| key_err(run_file, "", format!("cannot read: {e}")))?;
+    let mut table = clawrl_config::parse_table(&text, run_file)?;
+    let inline_ppo = table.remove("ppo");
+    let inline_sac = table.remove("sac");
+    let inline_task = table.remove("task");
+    let run: RunConfig = clawrl_config::from_table(table, run_file, &routed.run)?;
+    let algorithm = run.run.algorithm.clone();
+    for o in &routed.algo {
+        if !o.starts_with(&format!("{algorithm}.")) {
+            let o = Override::parse(o)?;
+            return Err(o.not_allowed(format!(
+                "this run trains with {algorithm}: {}.* keys do not apply",
+                o.section
+            )));
         }
     }
-    let run: RunConfig = clawrl_config::load(run_file, &run_o)?;
-    let algo_file = resolve(&run.run.algo_config, run_file);
-    let mut all_algo = run.run.algo_overrides.clone();
-    all_algo.extend(algo_o);
-    let (mut ppo, mut sac) = (None, None);
-    match run.run.algorithm.as_str() {
-        "ppo" => ppo = Some(clawrl_config::load::<PpoFile>(&algo_file, &all_algo)?.ppo),
-        _ => sac = Some(clawrl_config::load::<SacFile>(&algo_file, &all_algo)?.sac),
+    let (inline_algo, other) = match algorithm.as_str() {
+        "ppo" => (inline_ppo, inline_sac.map(|_| "sac")),
+        _ => (inline_sac, inline_ppo.map(|_| "ppo")),
+    };
+    if let Some(other) = other {
+        return Err(key_err(
+            run_file,
+            other,
+            format!("an inline [{other}] table in a run that trains with {algorithm}"),
+        ));
     }
+    let algo_table = algo_table(&run, run_file, inline_algo)?;
+    let (mut ppo, mut sac) = (None, None);
+    match algorithm.as_str() {
+        "ppo" => {
+            ppo = Some(
+                clawrl_config::from_table::<PpoFile>(algo_table.0, &algo_table.1, &routed.algo)?
+                    .ppo,
+            )
+        }
+        _ => {
+            sac = Some(
+                clawrl_config::from_table::<SacFile>(algo_table.0, &algo_table.1, &routed.algo)?
+                    .sac,
+            )
+        }
+    }
+    let task = load_task(&run, run_file, inline_task, &routed.task)?;
     Ok(TrainConfig {
+        source: run_file.to_path_buf(),
         run,
         ppo,
         sac,
-        task_overrides: task_o,
-        source: run_file.to_path_buf(),
+        task,
     })
+}
+
+/// The algorithm's table (`{ppo = {...}}`) with the run file's `algo_overrides` applied, and the
+/// file later errors should name. An error in the run file's own part names the run file.
+fn algo_table(
+    run: &RunConfig,
+    run_file: &Path,
+    inline: Option<toml::Value>,
+) -> Result<(toml::Table, PathBuf), ConfigError> {
+    let r = &run.run;
+    let (mut table, file) = match (r.algo_config.is_empty(), inline) {
+        (true, Some(t)) => (
+            toml::Table::from_iter([(r.algorithm.clone(), t)]),
+            run_file.to_path_buf(),
+        ),
+        (true, None) => {
+            return Err(key_err(
+                run_file,
+                "run.algo_config",
+                format!("empty, and the file has no inline [{}] table", r.algorithm),
+            ));
+        }
+        (false, Some(_)) => {
+            return Err(key_err(
+                run_file,
+                &r.algorithm,
+                "both run.algo_config and an inline table: keep one",
+            ));
+        }
+        (false, None) => {
+            let path = resolve(&r.algo_config, run_file);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                key_err(
+                    run_file,
+                    "run.algo_config",
+                    format!("cannot read {}: {e}", path.display()),
+                )
+            })?;
+            (clawrl_config::parse_table(&text, &path)?, path)
+        }
+    };
+    for o in &r.algo_overrides {
+        let parsed = Override::parse(o)
+            .and_then(|p| {
+                if p.section == r.algorithm {
+                    Ok(p)
+                } else {
+                    Err(p.not_allowed(format!("this run trains with {}", r.algorithm)))
+                }
+            })
+            .map_err(|e| {
+                key_err(
+                    run_file,
+                    "run.algo_overrides",
+                    format!("`{o}`: {}", e.reason),
+                )
+            })?;
+        clawrl_config::set_key(&mut table, &parsed.key, &parsed.value).map_err(|e| {
+            key_err(
+                run_file,
+                "run.algo_overrides",
+                format!("`{o}`: {e} (in {})", file.display()),
+            )
+        })?;
+    }
+    Ok((table, file))
+}
+
+/// The run's task settings, from its task file or the inline `[task]` table, with the
+/// `--set task.*` overrides.
+fn load_task(
+    run: &RunConfig,
+    run_file: &Path,
+    inline: Option<toml::Value>,
+    overrides: &[Override],
+) -> Result<Option<TaskConfig>, ConfigError> {
+    let r = &run.run;
+    if r.task == "cartpole" {
+        if let Some(o) = overrides.first() {
+            return Err(
+                o.not_allowed("task `cartpole` has no task file: task.* keys do not apply to it")
+            );
+        }
+        if inline.is_some() || !r.task_config.is_empty() {
+            return Err(key_err(
+                run_file,
+                "run.task_config",
+                "task `cartpole` takes no task file or [task] table",
+            ));
+        }
+        return Ok(None);
+    }
+    match (r.task_config.is_empty(), inline) {
+        (false, None) => {
+            let path = resolve(&r.task_config, run_file);
+            if !path.exists() {
+                return Err(key_err(
+                    run_file,
+                    "run.task_config",
+                    format!("cannot read {}: no such file", path.display()),
+                ));
+            }
+            let o: Vec<String> = overrides.iter().map(Override::without_section).collect();
+            TaskConfig::load(&path, &o).map(Some)
+        }
+        (true, Some(toml::Value::Table(t))) => {
+            let o: Vec<String> = overrides.iter().map(|o| o.text.clone()).collect();
+            let doc = toml::Table::from_iter([("task".to_string(), toml::Value::Table(t))]);
+            clawrl_config::from_table::<InlineTask>(doc, run_file, &o).map(|t| Some(t.task))
+        }
+        (true, _) => Err(key_err(
+            run_file,
+            "run.task_config",
+            "empty, and the file has no inline [task] table",
+        )),
+        (false, Some(_)) => Err(key_err(
+            run_file,
+            "task",
+            "both run.task_config and an inline [task] table: keep one",
+        )),
+    }
+}
+
+/// A task given inline as the `[task]` table of a run file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InlineTask {
+    task: TaskConfig,
+}
+
+impl Validate for InlineTask {
+    fn validate(&self) -> Result<(), KeyError> {
+        self.task
+            .validate()
+            .map_err(|e| KeyError::new(format!("task.{}", e.key), e.reason))
+    }
 }

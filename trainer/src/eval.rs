@@ -1,16 +1,72 @@
-//! Evaluation: runs a policy deterministically for N episodes and reports return, episode
-//! length, fall rate, velocity-tracking error and distance walked; optionally records one
-//! episode's joint angles and foot contacts for a gait diagram.
-use std::path::PathBuf;
+//! Evaluation: runs a policy deterministically for N episodes and reports what matters for its
+//! task (cart-pole: return and episode length; quadruped: also falls, speed, velocity tracking
+//! and distance), and records one episode's joint angles and foot contacts for a gait diagram.
+//!
+//! The report is returned, not drawn: callers print and save it before any plot, so a plot that
+//! fails never costs an evaluation.
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
-use clawrl_policy::Policy;
+use anyhow::{Context, Result};
+use clawrl_policy::{Policy, Registry};
 use clawrl_sim::rng::derive_seed;
 use clawrl_sim::{Env, ObsLayout};
 
 use crate::algorithms::layout;
+use crate::checkpoint;
 use crate::config::TrainConfig;
+use crate::runner::META_TRAIN_CONFIG;
 use crate::task::make_envs;
+
+/// A policy ready to evaluate, with the configuration of the run that made it.
+pub struct Source {
+    /// The file the weights came from.
+    pub file: PathBuf,
+    /// The run folder, when the file belongs to one.
+    pub run_dir: Option<PathBuf>,
+    pub policy: Box<dyn Policy>,
+    pub config: TrainConfig,
+}
+
+/// Loads what `clawrl eval` is pointed at: a run folder (its newest good checkpoint, else its
+/// `policy.safetensors`), one checkpoint, or a policy file.
+pub fn load_source(path: &Path) -> Result<Source> {
+    let (file, run_dir, tensors, meta) = if path.is_dir() {
+        let run_dir = Some(path.to_path_buf());
+        if checkpoint::list(path).is_empty() {
+            let f = path.join("policy.safetensors");
+            anyhow::ensure!(
+                f.is_file(),
+                "{} holds no checkpoint and no policy.safetensors",
+                path.display()
+            );
+            let (t, m) = clawrl_policy::io::load(&f)?;
+            (f, run_dir, t, m)
+        } else {
+            let l = checkpoint::load_newest_good(path, &mut |_| {})?;
+            (l.path, run_dir, l.tensors, l.meta)
+        }
+    } else {
+        let (t, m) = clawrl_policy::io::load(path)?;
+        let run_dir = checkpoint::run_dir_of(path).or_else(|| path.parent().map(Path::to_path_buf));
+        (path.to_path_buf(), run_dir, t, m)
+    };
+    let text = meta.get(META_TRAIN_CONFIG).with_context(|| {
+        format!(
+            "{} carries no training configuration (`{META_TRAIN_CONFIG}`): it was not written by `clawrl train` of this version",
+            file.display()
+        )
+    })?;
+    let config: TrainConfig = toml::from_str(text)
+        .with_context(|| format!("the training configuration in {}", file.display()))?;
+    let mut policy = Registry::default().from_parts(&|k| tensors.get(k).cloned(), &meta, &file)?;
+    policy.normalizer_mut().training = false;
+    Ok(Source {
+        file,
+        run_dir,
+        policy,
+        config,
+    })
+}
 
 #[derive(Debug, Clone)]
 pub struct EvalOptions {
@@ -22,7 +78,6 @@ pub struct EvalOptions {
     pub command: Option<Vec<f32>>,
     /// Seconds of the first episode of environment 0 to record for the gait diagram.
     pub gait_seconds: f64,
-    pub gait_plot: Option<PathBuf>,
 }
 
 impl Default for EvalOptions {
@@ -34,7 +89,6 @@ impl Default for EvalOptions {
             seed: 12345,
             command: None,
             gait_seconds: 4.0,
-            gait_plot: None,
         }
     }
 }
@@ -54,10 +108,24 @@ pub struct EpisodeResult {
     pub distance: f64,
 }
 
+/// Which report a task gets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReportKind {
+    /// Return and episode length (cart-pole: no command, no feet).
+    #[default]
+    Balance,
+    /// Also falls, speed, velocity tracking, distance and gait (quadruped tasks).
+    Locomotion,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct EvalReport {
+    pub kind: ReportKind,
     pub episodes: Vec<EpisodeResult>,
     pub gait: Option<Gait>,
+    /// Names of the recorded joints and feet, in the gait's column order.
+    pub joint_names: Vec<String>,
+    pub foot_names: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -100,6 +168,16 @@ impl EvalReport {
             let m = self.mean_return();
             avg(self.episodes.iter().map(|e| (e.ret - m).powi(2))).sqrt()
         };
+        if self.kind == ReportKind::Balance {
+            return format!(
+                "episodes            {}\nmean return         {:.3} (std {:.3})\nmean episode length {:.1}\nended early         {:.1} % (failure before the time limit)",
+                self.episodes.len(),
+                self.mean_return(),
+                std,
+                self.mean_length(),
+                100.0 * self.fall_rate(),
+            );
+        }
         format!(
             "episodes            {}\nmean return         {:.3} (std {:.3})\nmean episode length {:.1}\nfall rate           {:.1} %\nforward speed       {:.3} m/s (command {:.3} m/s)\ntracking error      {:.3} m/s\ndistance walked     {:.2} m",
             self.episodes.len(),
@@ -111,6 +189,51 @@ impl EvalReport {
             self.command_speed(),
             self.tracking_error(),
             self.distance()
+        )
+    }
+}
+
+impl EvalReport {
+    /// One row per episode (CSV with a header), the raw numbers behind [`EvalReport::text`].
+    pub fn episodes_csv(&self) -> String {
+        let mut s = match self.kind {
+            ReportKind::Balance => "episode,return,length,ended_early\n".to_string(),
+            ReportKind::Locomotion => "episode,return,length,fell,tracking_error_mps,forward_speed_mps,command_speed_mps,distance_m\n".to_string(),
+        };
+        for (i, e) in self.episodes.iter().enumerate() {
+            let line = match self.kind {
+                ReportKind::Balance => format!("{i},{},{},{}\n", e.ret, e.length, u8::from(e.fell)),
+                ReportKind::Locomotion => format!(
+                    "{i},{},{},{},{},{},{},{}\n",
+                    e.ret,
+                    e.length,
+                    u8::from(e.fell),
+                    e.tracking_error,
+                    e.forward_speed,
+                    e.command_speed,
+                    e.distance
+                ),
+            };
+            s.push_str(&line);
+        }
+        s
+    }
+
+    /// Draws the recorded gait (quadruped tasks only).
+    pub fn plot_gait(&self, path: &Path, title: &str) -> Result<()> {
+        let gait = self
+            .gait
+            .as_ref()
+            .filter(|g| !g.time.is_empty())
+            .context("no gait was recorded")?;
+        crate::metrics::plot_gait(
+            &gait.time,
+            &gait.joints,
+            &gait.contacts,
+            &self.joint_names,
+            &self.foot_names,
+            path,
+            title,
         )
     }
 }
@@ -136,7 +259,16 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
     let dt = envs[0].spec().control_dt;
     let mut started = 0usize;
     let mut state = vec![Running::default(); m];
-    let mut report = EvalReport::default();
+    let mut report = EvalReport {
+        kind: if cfg.is_cartpole() {
+            ReportKind::Balance
+        } else {
+            ReportKind::Locomotion
+        },
+        joint_names: envs[0].spec().action_names.clone(),
+        foot_names: envs[0].spec().foot_names.clone(),
+        ..Default::default()
+    };
     let mut gait = Gait::default();
     let mut recording = opts.gait_seconds > 0.0;
     let start_episode = |env: &mut Box<dyn Env>, k: usize, st: &mut Running| -> Result<()> {
@@ -233,17 +365,6 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
                 }
             }
         }
-    }
-    if let Some(path) = &opts.gait_plot {
-        let names = envs[0].spec().action_names.clone();
-        crate::metrics::plot_gait(
-            &gait.time,
-            &gait.joints,
-            &gait.contacts,
-            &names,
-            path,
-            &format!("gait: {}", cfg.run.run.task),
-        )?;
     }
     report.gait = Some(gait);
     Ok(report)

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod checkpoint;
 pub mod config;
 pub mod eval;
+pub mod lock;
 pub mod metrics;
 pub mod optim;
 pub mod runner;
@@ -13,4 +14,4 @@ pub mod storage;
 pub mod task;
 
 pub use config::{TrainConfig, load_train_config};
-pub use runner::{Runner, Summary};
+pub use runner::{ResumeOptions, Runner, Summary};

@@ -137,20 +137,46 @@ fn finite_range(v: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     Some((lo - pad, hi + pad))
 }
 
+/// What a metrics column means, for people: panel title and y-axis label with its unit.
+pub fn describe(column: &str) -> (String, String) {
+    let (title, unit) = match column {
+        "mean_return" => ("Episode return (mean of last 100)", "return"),
+        "mean_episode_length" => ("Episode length (mean of last 100)", "control steps"),
+        "steps_per_s" => ("Throughput", "env steps / s"),
+        "value_loss" => ("Value loss", "loss"),
+        "policy_loss" => ("Policy (surrogate) loss", "loss"),
+        "entropy" => ("Policy entropy", "nats"),
+        "approx_kl" => ("Approximate KL per update", "nats"),
+        "clip_fraction" => ("Clipped fraction of ratios", "fraction"),
+        "grad_norm" => ("Gradient norm before clipping", "L2 norm"),
+        "learning_rate" => ("Learning rate", "lr"),
+        "explained_variance" => ("Explained variance of the value", "fraction"),
+        "action_std" => ("Action noise std", "std"),
+        "q_loss" => ("Q loss", "loss"),
+        "actor_loss" => ("Actor loss", "loss"),
+        "alpha" => ("Entropy temperature", "alpha"),
+        "q_mean" => ("Mean Q value", "Q"),
+        "buffer_size" => ("Replay buffer", "transitions"),
+        "wall_s" => ("Wall time", "s"),
+        other => match other.strip_prefix("rew_") {
+            Some(term) => {
+                return (
+                    format!("Reward term: {}", term.replace('_', " ")),
+                    "sum per episode".into(),
+                );
+            }
+            None => return (other.replace('_', " "), String::new()),
+        },
+    };
+    (title.to_string(), unit.to_string())
+}
+
 /// Training curves: return, episode length and throughput, then up to six algorithm columns,
-/// against environment steps.
+/// all against one x axis (environment steps) with the same range on every panel.
 pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
     register_font();
     let fixed = ["mean_return", "mean_episode_length", "steps_per_s"];
-    let skip = [
-        "iteration",
-        "env_steps",
-        "wall_s",
-        "episodes",
-        "t_physics",
-        "t_policy",
-        "t_update",
-    ];
+    let skip = ["iteration", "env_steps", "wall_s", "episodes"];
     let mut panels: Vec<&str> = fixed
         .iter()
         .copied()
@@ -160,19 +186,25 @@ pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
         m.columns
             .iter()
             .map(String::as_str)
-            .filter(|c| !fixed.contains(c) && !skip.contains(c) && !c.starts_with("t_"))
+            .filter(|c| {
+                !fixed.contains(c)
+                    && !skip.contains(c)
+                    && !c.starts_with("t_")
+                    && !c.starts_with("rew_")
+            })
             .take(6),
     );
-    let x = m
-        .column("env_steps")
-        .or_else(|| m.column("iteration"))
-        .unwrap_or_default();
+    let (x, x_label) = match m.column("env_steps") {
+        Some(x) => (x, "environment steps"),
+        None => (m.column("iteration").unwrap_or_default(), "iteration"),
+    };
+    let x_range = finite_range(x.iter().copied()).unwrap_or((0.0, 1.0));
     let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
-        let root = BitMapBackend::new(path, (1500, 900)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root = root.titled(title, ("sans-serif", 24))?;
         let cols = 3;
         let rows = panels.len().div_ceil(cols).max(1);
+        let root = BitMapBackend::new(path, (1500, 80 + 300 * rows as u32)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(title, ("sans-serif", 24))?;
         let areas = root.split_evenly((rows, cols));
         for (area, name) in areas.iter().zip(&panels) {
             let y = m.column(name).unwrap_or_default();
@@ -182,21 +214,18 @@ pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
                 .zip(y)
                 .filter(|(a, b)| a.is_finite() && b.is_finite())
                 .collect();
-            let (Some((x0, x1)), Some((y0, y1))) = (
-                finite_range(pts.iter().map(|p| p.0)),
-                finite_range(pts.iter().map(|p| p.1)),
-            ) else {
-                continue;
-            };
+            let (panel_title, unit) = describe(name);
+            let (y0, y1) = finite_range(pts.iter().map(|p| p.1)).unwrap_or((0.0, 1.0));
             let mut chart = ChartBuilder::on(area)
-                .caption(*name, ("sans-serif", 18))
+                .caption(panel_title, ("sans-serif", 18))
                 .margin(10)
-                .x_label_area_size(30)
-                .y_label_area_size(60)
-                .build_cartesian_2d(x0..x1, y0..y1)?;
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(x_range.0..x_range.1, y0..y1)?;
             chart
                 .configure_mesh()
-                .x_desc("env steps")
+                .x_desc(x_label)
+                .y_desc(unit)
                 .x_label_formatter(&|x| si(*x))
                 .x_labels(5)
                 .y_labels(6)
@@ -210,70 +239,119 @@ pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
     draw().map_err(|e| anyhow!("cannot draw {}: {e}", path.display()))
 }
 
-/// Gait diagram: joint angles over time (top) and foot contacts as bars (bottom).
+/// Splits `FL_hip_pitch` into (`FL`, `hip pitch`); names without a leg prefix stay whole.
+fn leg_and_joint(name: &str) -> (String, String) {
+    match name.split_once('_') {
+        Some((leg, joint)) => (leg.to_string(), joint.replace('_', " ")),
+        None => (String::new(), name.to_string()),
+    }
+}
+
+/// Gait diagram: joint angles over time, one panel per leg with the legend beside the panels
+/// (colour = joint, the same in every leg), then foot contacts as bars with named feet. Every
+/// panel shares the time axis.
 pub fn plot_gait(
     time: &[f64],
     joints: &[Vec<f64>],
     contacts: &[Vec<bool>],
     joint_names: &[String],
+    foot_names: &[String],
     path: &Path,
     title: &str,
 ) -> Result<()> {
     register_font();
+    let nj = joints.first().map(Vec::len).unwrap_or(0);
+    let names: Vec<(String, String)> = (0..nj)
+        .map(|j| leg_and_joint(joint_names.get(j).map(String::as_str).unwrap_or("joint")))
+        .collect();
+    let mut legs: Vec<String> = Vec::new();
+    let mut kinds: Vec<String> = Vec::new();
+    for (leg, kind) in &names {
+        if !legs.contains(leg) {
+            legs.push(leg.clone());
+        }
+        if !kinds.contains(kind) {
+            kinds.push(kind.clone());
+        }
+    }
     let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
-        let root = BitMapBackend::new(path, (1400, 900)).into_drawing_area();
+        let root = BitMapBackend::new(path, (1500, 1000)).into_drawing_area();
         root.fill(&WHITE)?;
         let root = root.titled(title, ("sans-serif", 22))?;
-        let (top, bottom) = root.split_vertically(560);
+        let (main, legend) = root.split_horizontally(1280);
+        let (top, bottom) = main.split_vertically(620);
         let t1 = time.last().copied().unwrap_or(1.0).max(1e-3);
         let t0 = time.first().copied().unwrap_or(0.0);
         let (y0, y1) = finite_range(joints.iter().flatten().copied()).unwrap_or((-1.0, 1.0));
-        let mut chart = ChartBuilder::on(&top)
-            .caption("joint angles (rad)", ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(t0..t1, y0..y1)?;
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .label_style(("sans-serif", 12))
-            .draw()?;
-        let nj = joints.first().map(Vec::len).unwrap_or(0);
-        for j in 0..nj {
-            let color = Palette99::pick(j).to_rgba();
-            let name = joint_names
-                .get(j)
+        let panels = top.split_evenly((legs.len().div_ceil(2).max(1), 2));
+        for (area, leg) in panels.iter().zip(&legs) {
+            let caption = foot_names
+                .iter()
+                .find(|f| f.ends_with(&format!("({leg})")))
                 .cloned()
-                .unwrap_or_else(|| format!("joint {j}"));
+                .unwrap_or_else(|| leg.clone());
+            let mut chart = ChartBuilder::on(area)
+                .caption(format!("{caption}: joint angles"), ("sans-serif", 16))
+                .margin(8)
+                .x_label_area_size(35)
+                .y_label_area_size(55)
+                .build_cartesian_2d(t0..t1, y0..y1)?;
             chart
-                .draw_series(LineSeries::new(
+                .configure_mesh()
+                .x_desc("time (s)")
+                .y_desc("angle (rad)")
+                .label_style(("sans-serif", 12))
+                .draw()?;
+            for (j, (l, kind)) in names.iter().enumerate() {
+                if l != leg {
+                    continue;
+                }
+                let k = kinds.iter().position(|x| x == kind).unwrap_or(0);
+                let color = Palette99::pick(k).to_rgba();
+                chart.draw_series(LineSeries::new(
                     time.iter().zip(joints).map(|(&t, q)| (t, q[j])),
                     color.stroke_width(2),
-                ))?
-                .label(name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
+                ))?;
+            }
         }
-        if nj > 0 {
-            chart
-                .configure_series_labels()
-                .label_font(("sans-serif", 11))
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .draw()?;
+        // The legend sits beside the data, never on it.
+        legend.draw(&Text::new("joint", (10, 40), ("sans-serif", 16)))?;
+        for (k, kind) in kinds.iter().enumerate() {
+            let y = 70 + 26 * k as i32;
+            let color = Palette99::pick(k).to_rgba();
+            legend.draw(&PathElement::new(
+                vec![(10, y), (40, y)],
+                color.stroke_width(3),
+            ))?;
+            legend.draw(&Text::new(kind.clone(), (48, y - 8), ("sans-serif", 15)))?;
         }
         let nf = contacts.first().map(Vec::len).unwrap_or(0).max(1);
+        let feet: Vec<String> = (0..nf)
+            .map(|f| {
+                foot_names
+                    .get(f)
+                    .cloned()
+                    .unwrap_or_else(|| format!("foot {f}"))
+            })
+            .collect();
         let mut chart = ChartBuilder::on(&bottom)
-            .caption("foot contacts", ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(t0..t1, 0.0..nf as f64)?;
+            .caption(
+                "foot contacts (bar = foot on the ground)",
+                ("sans-serif", 16),
+            )
+            .margin(8)
+            .x_label_area_size(35)
+            .y_label_area_size(150)
+            .build_cartesian_2d(t0..t1, (0..nf).into_segmented())?;
         chart
             .configure_mesh()
             .x_desc("time (s)")
-            .y_desc("foot")
-            .label_style(("sans-serif", 12))
+            .y_labels(nf + 1)
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => feet.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .label_style(("sans-serif", 13))
             .draw()?;
         let dt = if time.len() > 1 {
             time[1] - time[0]
@@ -281,14 +359,17 @@ pub fn plot_gait(
             0.02
         };
         for f in 0..nf {
-            let color = Palette99::pick(f).to_rgba();
+            let color = Palette99::pick(f + kinds.len()).to_rgba();
             chart.draw_series(
                 time.iter()
                     .zip(contacts)
                     .filter(|(_, c)| c.get(f).copied().unwrap_or(false))
                     .map(|(&t, _)| {
                         Rectangle::new(
-                            [(t, f as f64 + 0.1), (t + dt, f as f64 + 0.9)],
+                            [
+                                (t, SegmentValue::Exact(f)),
+                                (t + dt, SegmentValue::Exact(f + 1)),
+                            ],
                             color.filled(),
                         )
                     }),
@@ -335,8 +416,27 @@ mod tests {
         let t: Vec<f64> = (0..50).map(|i| f64::from(i) * 0.02).collect();
         let q: Vec<Vec<f64>> = t.iter().map(|x| vec![x.sin(), x.cos()]).collect();
         let c: Vec<Vec<bool>> = (0..50).map(|i| vec![i % 10 < 5, i % 10 >= 5]).collect();
-        plot_gait(&t, &q, &c, &["a".into(), "b".into()], &gait, "gait").unwrap();
+        let feet = [
+            "front left (FL)".to_string(),
+            "front right (FR)".to_string(),
+        ];
+        plot_gait(
+            &t,
+            &q,
+            &c,
+            &["FL_knee".into(), "FR_knee".into()],
+            &feet,
+            &gait,
+            "gait",
+        )
+        .unwrap();
         assert!(std::fs::metadata(&gait).unwrap().len() > 1000);
+        assert_eq!(leg_and_joint("RR_hip_abd"), ("RR".into(), "hip abd".into()));
+        assert_eq!(
+            describe("rew_feet_air_time").0,
+            "Reward term: feet air time"
+        );
+        assert_eq!(describe("mean_return").1, "return");
         std::fs::remove_dir_all(dir).ok();
     }
 }

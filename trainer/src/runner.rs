@@ -7,9 +7,12 @@
 //! so this is what makes `--resume` continue exactly as an uninterrupted run would. It only cuts
 //! episodes at checkpoint boundaries, which the value bootstrap at the end of each rollout
 //! already treats like a time-out.
+//!
+//! A runner holds its output folder's lock ([`RunLock`]) for its whole life: one writer per run.
 use std::collections::VecDeque;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clawrl_policy::io::Metadata;
@@ -21,11 +24,25 @@ use rand::SeedableRng;
 use crate::algorithms::{Algorithm, Ppo, Sac, TrainHooks, layout};
 use crate::checkpoint;
 use crate::config::TrainConfig;
+use crate::lock::RunLock;
 use crate::metrics::{Metrics, plot_curves};
 use crate::task::make_envs;
 
 pub const META_TRAIN_CONFIG: &str = "clawrl.train_config";
 const WINDOW: usize = 100;
+/// Without a terminal, a plain progress line at least this often (and every 10 iterations).
+const LOG_INTERVAL: Duration = Duration::from_secs(30);
+
+/// How to continue a run (`clawrl train --resume`).
+#[derive(Debug, Clone, Default)]
+pub struct ResumeOptions {
+    /// `run.*` keys to change (only [`crate::config::RESUMABLE_KEYS`]).
+    pub overrides: Vec<String>,
+    /// Continue into this folder (a branch), leaving the original run untouched.
+    pub out: Option<PathBuf>,
+    /// Continue from this iteration's checkpoint instead of the newest good one.
+    pub from_checkpoint: Option<usize>,
+}
 
 pub struct Runner {
     pub cfg: TrainConfig,
@@ -41,8 +58,10 @@ pub struct Runner {
     lengths: VecDeque<f64>,
     /// Recent per-episode sums of each named reward term (logged as `rew_<term>` columns).
     terms: Vec<(String, VecDeque<f64>)>,
-    /// Show an indicatif progress bar (otherwise log a line every 10 iterations).
+    /// Show a progress bar when stderr is a terminal (otherwise, and when false, plain
+    /// progress lines).
     pub progress: bool,
+    _lock: RunLock,
 }
 
 /// What a finished `train` call reports.
@@ -75,19 +94,15 @@ impl Runner {
     /// A fresh run writing to `out_dir`. Refuses a directory that already holds checkpoints
     /// (continue it with [`Runner::resume`] or choose another directory).
     pub fn new(cfg: TrainConfig, out_dir: &Path) -> Result<Self> {
-        if let Some(p) = checkpoint::latest(out_dir) {
-            anyhow::bail!(
-                "{} already holds a run ({}): continue it with `--resume {}` or train into another `--out`",
-                out_dir.display(),
-                p.display(),
-                out_dir.display()
-            );
-        }
+        let lock = RunLock::acquire(out_dir)?;
+        refuse_existing_run(out_dir)?;
         let _ = std::fs::remove_file(out_dir.join("metrics.csv"));
-        Self::build(cfg, out_dir)
+        Self::build(cfg, out_dir, lock)
     }
 
-    fn build(cfg: TrainConfig, out_dir: &Path) -> Result<Self> {
+    fn build(mut cfg: TrainConfig, out_dir: &Path, lock: RunLock) -> Result<Self> {
+        // The run's records name where it really writes, whatever the file said.
+        cfg.run.run.out_dir = out_dir.display().to_string();
         clawrl_policy::init_candle_threads(cfg.run.run.candle_threads);
         let r = &cfg.run.run;
         let mut rng = Rng::seed_from_u64(r.seed);
@@ -124,7 +139,10 @@ impl Runner {
             .collect();
         std::fs::create_dir_all(out_dir)
             .with_context(|| format!("creating {}", out_dir.display()))?;
-        std::fs::write(out_dir.join("config.toml"), toml::to_string(&cfg)?)?;
+        clawrl_policy::io::write_atomic(
+            &out_dir.join("config.toml"),
+            cfg.to_run_file(out_dir)?.as_bytes(),
+        )?;
         Ok(Self {
             cfg,
             out_dir: out_dir.to_path_buf(),
@@ -139,47 +157,56 @@ impl Runner {
             lengths: VecDeque::new(),
             terms,
             progress: false,
+            _lock: lock,
         })
     }
 
-    /// Continues the run in `dir` (or from one checkpoint file) from its latest checkpoint.
-    /// `overrides` may change `run.*` keys such as `run.max_iterations`.
-    pub fn resume(dir: &Path, overrides: &[String]) -> Result<Self> {
-        let path = checkpoint::find(dir)?;
-        let (tensors, meta) = checkpoint::load(&path)?;
-        let get = |k: &str| {
-            meta.get(k)
-                .with_context(|| format!("checkpoint {} lacks `{k}`", path.display()))
-        };
-        let mut cfg: TrainConfig = toml::from_str(get(META_TRAIN_CONFIG)?)?;
-        for o in overrides {
-            let (k, v) = o
-                .split_once('=')
-                .with_context(|| format!("override `{o}` must read KEY=VALUE"))?;
-            let mut table: toml::Table = toml::from_str(&toml::to_string(&cfg.run)?)?;
-            clawrl_config::set_key(&mut table, k.trim(), v.trim())
-                .map_err(|e| anyhow::anyhow!("override `{o}`: {e}"))?;
-            cfg.run = toml::Value::Table(table).try_into()?;
-        }
-        let out_dir = if path.parent().and_then(Path::file_name) == Some(checkpoint::DIR.as_ref()) {
-            path.parent()
-                .and_then(Path::parent)
-                .unwrap_or(Path::new("."))
-                .to_path_buf()
+    /// Continues a run from its newest good checkpoint (or `opts.from_checkpoint`). `from` is
+    /// a run folder or one checkpoint file. With `opts.out` the run branches into that folder
+    /// and the original is only read; without it the original run is extended.
+    pub fn resume(from: &Path, opts: &ResumeOptions) -> Result<Self> {
+        let (run_dir, file) = if from.is_file() {
+            let dir = checkpoint::run_dir_of(from)
+                .unwrap_or_else(|| from.parent().unwrap_or(Path::new(".")).to_path_buf());
+            (dir, Some(from.to_path_buf()))
         } else {
-            dir.to_path_buf()
+            anyhow::ensure!(
+                from.is_dir(),
+                "{} is not a run folder or checkpoint",
+                from.display()
+            );
+            (from.to_path_buf(), None)
         };
-        let mut runner = Self::build(cfg, &out_dir)?;
+        let dest = opts.out.clone().unwrap_or_else(|| run_dir.clone());
+        let branch = !same_dir(&dest, &run_dir);
+        let lock = RunLock::acquire(&dest)?;
+        if branch {
+            refuse_existing_run(&dest)?;
+        }
+        let loaded = Self::load_for_resume(&run_dir, file, opts, branch)?;
+        let get = |k: &str| {
+            loaded
+                .meta
+                .get(k)
+                .with_context(|| format!("checkpoint {} lacks `{k}`", loaded.path.display()))
+        };
+        let mut cfg: TrainConfig = toml::from_str(get(META_TRAIN_CONFIG)?)
+            .with_context(|| format!("the training config in {}", loaded.path.display()))?;
+        cfg.apply_resume_overrides(&opts.overrides)?;
+        let mut runner = Self::build(cfg, &dest, lock)?;
         runner
             .alg
-            .load(&tensors)
-            .with_context(|| format!("loading {}", path.display()))?;
+            .load(&loaded.tensors)
+            .with_context(|| format!("loading {}", loaded.path.display()))?;
         runner.rng = checkpoint::rng_from_string(get("rng")?)?;
         runner.iteration = get("iteration")?.parse()?;
         runner.env_steps = get("env_steps")?.parse()?;
         runner.wall_s = get("wall_s")?.parse()?;
         runner.metrics = Metrics::from_csv(get("metrics_csv")?)?;
-        std::fs::write(out_dir.join("metrics.csv"), runner.metrics.to_csv())?;
+        clawrl_policy::io::write_atomic(
+            &dest.join("metrics.csv"),
+            runner.metrics.to_csv().as_bytes(),
+        )?;
         let parse =
             |s: &str| -> VecDeque<f64> { s.split(',').filter_map(|x| x.parse().ok()).collect() };
         runner.returns = parse(get("recent_returns")?);
@@ -191,12 +218,80 @@ impl Runner {
         }
         let envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
         runner.venv = Self::make_venv(&runner.cfg, envs, runner.iteration);
-        tracing::info!(
-            "resumed {} at iteration {}",
-            path.display(),
-            runner.iteration
-        );
+        if branch {
+            tracing::info!(
+                "branched {} at iteration {} into {}",
+                loaded.path.display(),
+                runner.iteration,
+                dest.display()
+            );
+        } else {
+            tracing::info!(
+                "resumed {} at iteration {}",
+                loaded.path.display(),
+                runner.iteration
+            );
+        }
         Ok(runner)
+    }
+
+    /// The checkpoint a resume starts from. Extending a run in place from an older
+    /// checkpoint would overwrite the newer ones, so that needs a branch.
+    fn load_for_resume(
+        run_dir: &Path,
+        file: Option<PathBuf>,
+        opts: &ResumeOptions,
+        branch: bool,
+    ) -> Result<checkpoint::Loaded> {
+        let all = checkpoint::list(run_dir);
+        let chosen = match (file, opts.from_checkpoint) {
+            (Some(_), Some(_)) => {
+                anyhow::bail!("give a checkpoint file or --from-checkpoint, not both")
+            }
+            (Some(f), None) => Some(f),
+            (None, Some(n)) => Some(
+                all.iter()
+                    .find(|(i, _)| *i == n)
+                    .map(|(_, p)| p.clone())
+                    .with_context(|| {
+                        format!(
+                            "no checkpoint of iteration {n} in {}; there are: {}",
+                            run_dir.join(checkpoint::DIR).display(),
+                            all.iter()
+                                .map(|(i, _)| i.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    })?,
+            ),
+            (None, None) => None,
+        };
+        if let Some(path) = chosen {
+            let newest = all.last().map(|(i, _)| *i);
+            let it = all.iter().find(|(_, p)| *p == path).map(|(i, _)| *i);
+            if !branch && it.is_some() && it < newest {
+                anyhow::bail!(
+                    "{} holds newer checkpoints (up to iteration {}) that continuing in place would overwrite: \
+                     branch into a new folder with --out NEW",
+                    run_dir.display(),
+                    newest.unwrap_or(0)
+                );
+            }
+            let (tensors, meta) = checkpoint::load(&path)?;
+            return Ok(checkpoint::Loaded {
+                path,
+                iteration: it,
+                tensors,
+                meta,
+            });
+        }
+        // Extending in place moves damaged checkpoints aside so they are not picked again;
+        // a branch never writes to the original run.
+        checkpoint::load_newest_good(run_dir, &mut |bad| {
+            if !branch {
+                checkpoint::quarantine(bad)
+            }
+        })
     }
 
     fn make_venv(
@@ -222,7 +317,7 @@ impl Runner {
     /// Trains until `run.max_iterations`.
     pub fn train(&mut self, hooks: &mut dyn TrainHooks) -> Result<Summary> {
         let total = self.cfg.run.run.max_iterations;
-        let bar = if self.progress {
+        let bar = if self.progress && std::io::stderr().is_terminal() {
             let b = ProgressBar::new(total as u64);
             b.set_style(
                 ProgressStyle::with_template(
@@ -237,6 +332,8 @@ impl Runner {
         };
         let n = self.venv.num_envs();
         let mut last_sps = 0.0;
+        let session = (Instant::now(), self.iteration);
+        let mut last_line = Instant::now();
         while self.iteration < total {
             let t_iter = Instant::now();
             let (mut t_phys, mut t_pol) = (0.0, 0.0);
@@ -303,8 +400,20 @@ impl Runner {
                     b.set_position(self.iteration as u64);
                     b.set_message(msg);
                 }
-                None if self.iteration.is_multiple_of(10) || self.iteration == total => {
-                    tracing::info!("it {}/{total} {msg}", self.iteration)
+                None if self.iteration.is_multiple_of(10)
+                    || self.iteration == total
+                    || last_line.elapsed() >= LOG_INTERVAL =>
+                {
+                    last_line = Instant::now();
+                    let done = self.iteration - session.1;
+                    let eta = session.0.elapsed().as_secs_f64() / done.max(1) as f64
+                        * (total - self.iteration) as f64;
+                    tracing::info!(
+                        "it {}/{total} ({:.0} %) | {msg} | eta {}",
+                        self.iteration,
+                        100.0 * self.iteration as f64 / total as f64,
+                        hms(eta)
+                    )
                 }
                 None => {}
             }
@@ -316,13 +425,13 @@ impl Runner {
             }
             let pe = self.cfg.run.run.plot_every;
             if pe > 0 && self.iteration.is_multiple_of(pe) {
-                self.plot()?;
+                self.plot_or_warn();
             }
         }
         if let Some(b) = bar {
             b.finish();
         }
-        self.plot()?;
+        self.plot_or_warn();
         Ok(Summary {
             iterations: self.iteration,
             env_steps: self.env_steps,
@@ -331,6 +440,16 @@ impl Runner {
             mean_episode_length: mean(&self.lengths),
             steps_per_s: last_sps,
         })
+    }
+
+    /// Draws the curves; a plot that fails is a warning, never a lost run.
+    fn plot_or_warn(&self) {
+        if let Err(e) = self.plot() {
+            tracing::warn!(
+                "could not draw {}: {e:#}",
+                self.out_dir.join("curves.png").display()
+            );
+        }
     }
 
     /// Writes `curves.png` from the metrics so far.
@@ -392,8 +511,48 @@ impl Runner {
             &meta,
             self.cfg.run.run.keep_checkpoints,
         )?;
-        Registry::save(self.alg.policy(), &self.out_dir.join("policy.safetensors"))?;
+        // The policy file carries the run's configuration too, so `clawrl eval` (and later the
+        // distiller) can rebuild its task from the file alone.
+        let extra: Metadata = [(META_TRAIN_CONFIG.to_string(), toml::to_string(&self.cfg)?)].into();
+        Registry::save_with(
+            self.alg.policy(),
+            &self.out_dir.join("policy.safetensors"),
+            &extra,
+        )?;
         Ok(path)
+    }
+}
+
+/// A fresh run or a branch must not land in a folder that already holds a run.
+fn refuse_existing_run(dir: &Path) -> Result<()> {
+    if let Some(p) = checkpoint::latest(dir) {
+        anyhow::bail!(
+            "{} already holds a run ({}): continue it with `--resume {}` or write into another `--out`",
+            dir.display(),
+            p.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// Seconds as `1h02m03s` / `4m05s` / `6s`.
+pub fn hms(s: f64) -> String {
+    if !s.is_finite() {
+        return "?".into();
+    }
+    let s = s.round() as u64;
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
     }
 }
 

@@ -1,41 +1,33 @@
-//! Task factory: maps the run config's task name to boxed environments.
+//! Task factory: maps the run config's task to boxed environments.
+use std::path::Path;
+
 use anyhow::{Context, Result};
+use clawrl_config::Override;
 use clawrl_sim::cartpole::CartPole;
 use clawrl_sim::quadruped::{QuadrupedEnv, TaskConfig};
 use clawrl_sim::{Env, EnvSpec};
 
-use crate::config::{TrainConfig, resolve};
+use crate::config::{TrainConfig, find_config};
 
 /// `n` environments of the run's task.
 pub fn make_envs(cfg: &TrainConfig, n: usize) -> Result<Vec<Box<dyn Env>>> {
     let r = &cfg.run.run;
-    match r.task.as_str() {
-        "cartpole" => {
+    match &cfg.task {
+        None => {
             let model = CartPole::load_model().context("loading the cart-pole model")?;
             Ok((0..n)
                 .map(|_| Box::new(CartPole::with_model(model.clone())) as Box<dyn Env>)
                 .collect())
         }
-        other => {
-            let path = resolve(&r.task_config, &cfg.source);
-            make_quadruped(other, &path, &cfg.task_overrides, n)
+        Some(task) => {
+            let envs = QuadrupedEnv::many(task, n)
+                .with_context(|| format!("building task `{}`", r.task))?;
+            Ok(envs
+                .into_iter()
+                .map(|e| Box::new(e) as Box<dyn Env>)
+                .collect())
         }
     }
-}
-
-fn make_quadruped(
-    task: &str,
-    path: &std::path::Path,
-    overrides: &[String],
-    n: usize,
-) -> Result<Vec<Box<dyn Env>>> {
-    let cfg = TaskConfig::load(path, overrides)?;
-    let envs = QuadrupedEnv::many(&cfg, n)
-        .with_context(|| format!("building task `{task}` from {}", path.display()))?;
-    Ok(envs
-        .into_iter()
-        .map(|e| Box::new(e) as Box<dyn Env>)
-        .collect())
 }
 
 /// The spec of the run's task (builds one environment).
@@ -43,13 +35,29 @@ pub fn spec(cfg: &TrainConfig) -> Result<EnvSpec> {
     Ok(make_envs(cfg, 1)?[0].spec().clone())
 }
 
+/// Loads a task file with `--set task.KEY=VALUE` overrides (the grammar of every subcommand);
+/// any other section is refused, naming the command.
+pub fn load_task_file(path: &Path, overrides: &[String], command: &str) -> Result<TaskConfig> {
+    let mut o = Vec::new();
+    for text in overrides {
+        let parsed = Override::parse(text)?;
+        if parsed.section != "task" {
+            return Err(parsed
+                .not_allowed(format!("`clawrl {command}` takes only task.* keys"))
+                .into());
+        }
+        o.push(parsed.without_section());
+    }
+    Ok(TaskConfig::load(find_config(path)?, &o)?)
+}
+
 /// The quadruped's standing report (`clawrl simulate`).
 pub fn simulate_report(
-    task_config: &std::path::Path,
+    task_config: &Path,
     overrides: &[String],
     seconds: f64,
     seed: u64,
 ) -> Result<String> {
-    let cfg = TaskConfig::load(task_config, overrides)?;
+    let cfg = load_task_file(task_config, overrides, "simulate")?;
     Ok(clawrl_sim::quadruped::simulate_report(&cfg, seconds, seed)?)
 }

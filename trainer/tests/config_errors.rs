@@ -113,73 +113,86 @@ fn missing_wrong_type_and_out_of_range_name_file_and_key() {
 }
 
 #[test]
-fn cli_refuses_a_bad_value_before_training() {
-    let dir = common::tmp("cli-bad");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_clawrl"))
-        .arg("train")
-        .arg("--config")
-        .arg(common::repo().join("configs/run/cartpole_ppo.toml"))
-        .args(["--set", "ppo.gamma=2", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("ppo.toml") && stderr.contains("ppo.gamma"),
-        "{stderr}"
+fn errors_name_the_file_that_holds_the_mistake() {
+    let dir = common::tmp("cfg-blame");
+    let algo_text = std::fs::read_to_string(common::repo().join("configs/algo/ppo.toml")).unwrap();
+    let algo = write(&dir, "ppo.toml", &algo_text);
+    let good = run_file(&algo);
+    // A policy kind that is not registered names the run file, the key and the known kinds.
+    let p = write(
+        &dir,
+        "kind.toml",
+        &good.replace("\"gaussian_mlp\"", "\"gausian_mlp\""),
     );
-    assert!(!dir.join("metrics.csv").exists());
+    let e = err(&p, &[]);
+    assert_eq!(
+        (e.file.as_path(), e.key.as_str()),
+        (p.as_path(), "policy.kind")
+    );
+    assert!(e.reason.contains("gaussian_mlp_state_std"), "{e}");
+    // A missing algorithm file is blamed on the run file's key that names it.
+    let p = write(&dir, "noalgo.toml", &run_file(&dir.join("nope.toml")));
+    let e = err(&p, &[]);
+    assert_eq!(
+        (e.file.as_path(), e.key.as_str()),
+        (p.as_path(), "run.algo_config")
+    );
+    assert!(e.reason.contains("nope.toml"), "{e}");
+    // A typo in the run file's algo_overrides is the run file's mistake, not ppo.toml's.
+    let p = write(
+        &dir,
+        "typo.toml",
+        &good.replace("ppo.num_mini_batches=2", "ppo.num_mini_bathces=2"),
+    );
+    let e = err(&p, &[]);
+    assert_eq!(
+        (e.file.as_path(), e.key.as_str()),
+        (p.as_path(), "run.algo_overrides")
+    );
+    assert!(e.reason.contains("ppo.num_mini_bathces"), "{e}");
     std::fs::remove_dir_all(dir).ok();
 }
 
 #[test]
-fn cli_trains_plots_and_evaluates() {
-    let dir = common::tmp("cli-ok");
-    let bin = env!("CARGO_BIN_EXE_clawrl");
-    let out = std::process::Command::new(bin)
-        .arg("train")
-        .arg("--config")
-        .arg(common::repo().join("configs/run/cartpole_ppo.toml"))
-        .args(["--set", "run.max_iterations=3", "--no-progress", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let csv = std::fs::read_to_string(dir.join("metrics.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 4);
-    assert!(csv.starts_with("iteration,env_steps,wall_s,steps_per_s,mean_return"));
-    assert!(dir.join("curves.png").exists());
-    std::fs::remove_file(dir.join("curves.png")).unwrap();
-    let out = std::process::Command::new(bin)
-        .args(["plot", "--run"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    assert!(dir.join("curves.png").exists());
-    let gait = dir.join("gait.png");
-    let out = std::process::Command::new(bin)
-        .args(["eval", "--episodes", "4", "--checkpoint"])
-        .arg(&dir)
-        .arg("--gait-plot")
-        .arg(&gait)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("episodes            4") && stdout.contains("fall rate"),
-        "{stdout}"
-    );
-    assert!(gait.exists());
+fn a_runs_saved_config_is_a_valid_run_file_with_the_task_by_content() {
+    let dir = common::tmp("cfg-round-trip");
+    for name in ["quadruped_flat_ppo.toml", "cartpole_sac.toml"] {
+        let cfg = common::config(
+            name,
+            &["task.env.decimation=5"][..usize::from(name.starts_with("quad"))],
+        );
+        let text = cfg.to_run_file(&dir.join("run")).unwrap();
+        let p = write(&dir, name, &text);
+        let back = load_train_config(&p, &[]).unwrap();
+        assert_eq!(back.run.policy, cfg.run.policy);
+        assert_eq!(
+            (&back.ppo, &back.sac, &back.task),
+            (&cfg.ppo, &cfg.sac, &cfg.task)
+        );
+        assert_eq!(back.run.run.out_dir, dir.join("run").display().to_string());
+        if let Some(t) = &back.task {
+            // The override is part of the stored content, not a path to re-read.
+            assert_eq!(t.env.decimation, 5);
+        }
+    }
     std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn resume_may_change_only_the_keys_that_keep_the_run_the_same() {
+    let mut cfg = common::config("cartpole_ppo.toml", &[]);
+    cfg.apply_resume_overrides(&["run.max_iterations=99".into()])
+        .unwrap();
+    assert_eq!(cfg.run.run.max_iterations, 99);
+    for bad in ["ppo.learning_rate=0.1", "run.seed=3", "policy.init_std=0.5"] {
+        let e = cfg.apply_resume_overrides(&[bad.into()]).unwrap_err();
+        assert!(
+            e.reason.contains("run.max_iterations") && e.reason.contains("--config"),
+            "{e}"
+        );
+    }
+    let e = cfg
+        .apply_resume_overrides(&["run.max_iterations=inf".into()])
+        .unwrap_err();
+    assert_eq!(e.reason, clawrl_config::NON_FINITE);
 }

@@ -47,18 +47,3 @@ fn quadruped_trains_one_iteration_and_evaluates_with_a_fixed_command() {
     assert_eq!(gait.contacts[0].len(), 4);
     std::fs::remove_dir_all(dir).ok();
 }
-
-#[test]
-fn simulate_prints_the_standing_report() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_clawrl"))
-        .args(["simulate", "--seconds", "0.5", "--task-config"])
-        .arg(common::repo().join("configs/task/quadruped_flat.toml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("quadruped"));
-}

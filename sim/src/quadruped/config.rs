@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use clawrl_config::{ConfigError, KeyError, Validate, check_interval, check_range};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TaskConfig {
     pub env: EnvConfig,
@@ -17,7 +17,7 @@ pub struct TaskConfig {
     pub noise: NoiseConfig,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct EnvConfig {
     pub model: PathBuf,
@@ -28,7 +28,7 @@ pub struct EnvConfig {
     pub action_clip: f64,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CommandConfig {
     pub forward: [f64; 2],
@@ -38,14 +38,14 @@ pub struct CommandConfig {
     pub zero_probability: f64,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TerrainConfig {
     pub slope_probability: f64,
     pub slope_degrees: [f64; 2],
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TerminationConfig {
     pub max_tilt: f64,
@@ -53,7 +53,7 @@ pub struct TerminationConfig {
     pub torso_contact: bool,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RewardConfig {
     pub tracking_sigma: f64,
@@ -63,7 +63,7 @@ pub struct RewardConfig {
 }
 
 /// One weight per named reward term (see [`super::reward::TERMS`]).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RewardWeights {
     pub tracking_lin_vel: f64,
@@ -79,7 +79,7 @@ pub struct RewardWeights {
     pub termination: f64,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RandomizationConfig {
     pub friction: [f64; 2],
@@ -94,7 +94,7 @@ pub struct RandomizationConfig {
     pub push_velocity: f64,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct NoiseConfig {
     pub gyro: f64,

@@ -24,6 +24,15 @@ pub fn servo_names() -> Vec<String> {
     legs.chain(claws).collect()
 }
 
+/// Foot names in words, in leg order (`LEGS`): what plots and reports print.
+pub fn foot_names() -> Vec<String> {
+    ["front left", "front right", "rear left", "rear right"]
+        .iter()
+        .zip(LEGS)
+        .map(|(words, abbr)| format!("{words} ({abbr})"))
+        .collect()
+}
+
 /// Indices into qpos/qvel/ctrl/sensordata for everything the task reads or writes.
 #[derive(Debug, Clone)]
 pub struct Layout {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use mujoco_rs::prelude::*;
 
 pub use config::TaskConfig;
-pub use layout::{Layout, NUM_FEET, NUM_LEG_SERVOS, NUM_SERVOS, servo_names};
+pub use layout::{Layout, NUM_FEET, NUM_LEG_SERVOS, NUM_SERVOS, foot_names, servo_names};
 pub use randomize::EpisodeParams;
 pub use report::simulate_report;
 
@@ -112,6 +112,7 @@ impl QuadrupedEnv {
             control_dt: physics_dt * cfg.env.decimation as f64,
             max_episode_steps: cfg.max_episode_steps(physics_dt),
             reward_terms: TERMS.iter().map(|t| t.to_string()).collect(),
+            foot_names: foot_names(),
         };
         let mut r = rng(0);
         let params = EpisodeParams::draw(&cfg, &mut r);
