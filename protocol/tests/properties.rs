@@ -214,6 +214,11 @@ proptest! {
         let cut = cut.min(n - 1);
         let mut stream = buf[..cut].to_vec();
         stream.extend_from_slice(&buf[..n]);
+        // The cut packet's header claims n bytes; the first n bytes of the stream are then a
+        // "packet" of its own. Once in about 65 536 cases its CRC-16 matches by chance, and no
+        // decoder can tell that from a real packet (proptest found such a case): skip those.
+        let false_crc = u16::from_le_bytes([stream[n - 2], stream[n - 1]]);
+        prop_assume!(clawrl_protocol::crc::crc16(&stream[..n - 2]) != false_crc);
         let mut decoder: Decoder<1024> = Decoder::new();
         let packets = decode_stream(&mut decoder, &stream);
         let last = packets.last().expect("packet after a truncated one was lost");
