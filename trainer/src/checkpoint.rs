@@ -55,10 +55,17 @@ pub fn find(path: &Path) -> Result<PathBuf> {
     latest(path).with_context(|| format!("no checkpoint in {}", path.join(DIR).display()))
 }
 
-/// The run folder a checkpoint file belongs to (`RUN/checkpoints/ckpt_N.safetensors` -> `RUN`).
-pub fn run_dir_of(file: &Path) -> Option<PathBuf> {
-    let dir = file.parent()?;
-    (dir.file_name()? == DIR).then(|| dir.parent().unwrap_or(Path::new(".")).to_path_buf())
+/// The run folder a file belongs to: `RUN` for `RUN/checkpoints/ckpt_N.safetensors`, else the
+/// folder holding the file (`RUN/policy.safetensors` -> `RUN`).
+pub fn run_dir_of(file: &Path) -> PathBuf {
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match (dir.file_name(), dir.parent()) {
+        (Some(name), Some(run)) if name == DIR => run.to_path_buf(),
+        _ => dir.to_path_buf(),
+    }
 }
 
 /// A loaded checkpoint: where it came from and what it holds.

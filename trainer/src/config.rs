@@ -351,11 +351,7 @@ impl TrainConfig {
         overrides: &[String],
         command: &str,
     ) -> Result<(), ConfigError> {
-        for text in overrides {
-            let o = Override::parse(text)?;
-            if o.section != "task" {
-                return Err(o.not_allowed(format!("`clawrl {command}` takes only task.* keys")));
-            }
+        for o in task_overrides(overrides, command)? {
             let Some(task) = &self.task else {
                 return Err(o.not_allowed(format!(
                     "task `{}` has no task settings: task.* keys do not apply to it",
@@ -372,6 +368,22 @@ impl TrainConfig {
         }
         Ok(())
     }
+}
+
+/// Parses `--set` overrides of a command that takes only `task.*` keys (`simulate`, `eval`);
+/// any other section is refused, naming the command.
+pub fn task_overrides(overrides: &[String], command: &str) -> Result<Vec<Override>, ConfigError> {
+    overrides
+        .iter()
+        .map(|text| {
+            let o = Override::parse(text)?;
+            if o.section == "task" {
+                Ok(o)
+            } else {
+                Err(o.not_allowed(format!("`clawrl {command}` takes only task.* keys")))
+            }
+        })
+        .collect()
 }
 
 /// Resolves a path named in a config: as given if it exists, else relative to the repository

@@ -47,8 +47,7 @@ pub fn load_source(path: &Path) -> Result<Source> {
         }
     } else {
         let (t, m) = clawrl_policy::io::load(path)?;
-        let run_dir = checkpoint::run_dir_of(path).or_else(|| path.parent().map(Path::to_path_buf));
-        (path.to_path_buf(), run_dir, t, m)
+        (path.to_path_buf(), Some(checkpoint::run_dir_of(path)), t, m)
     };
     let text = meta.get(META_TRAIN_CONFIG).with_context(|| {
         format!(

@@ -166,9 +166,7 @@ impl Runner {
     /// and the original is only read; without it the original run is extended.
     pub fn resume(from: &Path, opts: &ResumeOptions) -> Result<Self> {
         let (run_dir, file) = if from.is_file() {
-            let dir = checkpoint::run_dir_of(from)
-                .unwrap_or_else(|| from.parent().unwrap_or(Path::new(".")).to_path_buf());
-            (dir, Some(from.to_path_buf()))
+            (checkpoint::run_dir_of(from), Some(from.to_path_buf()))
         } else {
             anyhow::ensure!(
                 from.is_dir(),

@@ -7,7 +7,7 @@ use clawrl_sim::cartpole::CartPole;
 use clawrl_sim::quadruped::{QuadrupedEnv, TaskConfig};
 use clawrl_sim::{Env, EnvSpec};
 
-use crate::config::{TrainConfig, find_config};
+use crate::config::{TrainConfig, find_config, task_overrides};
 
 /// `n` environments of the run's task.
 pub fn make_envs(cfg: &TrainConfig, n: usize) -> Result<Vec<Box<dyn Env>>> {
@@ -38,16 +38,10 @@ pub fn spec(cfg: &TrainConfig) -> Result<EnvSpec> {
 /// Loads a task file with `--set task.KEY=VALUE` overrides (the grammar of every subcommand);
 /// any other section is refused, naming the command.
 pub fn load_task_file(path: &Path, overrides: &[String], command: &str) -> Result<TaskConfig> {
-    let mut o = Vec::new();
-    for text in overrides {
-        let parsed = Override::parse(text)?;
-        if parsed.section != "task" {
-            return Err(parsed
-                .not_allowed(format!("`clawrl {command}` takes only task.* keys"))
-                .into());
-        }
-        o.push(parsed.without_section());
-    }
+    let o: Vec<String> = task_overrides(overrides, command)?
+        .iter()
+        .map(Override::without_section)
+        .collect();
     Ok(TaskConfig::load(find_config(path)?, &o)?)
 }
 
