@@ -1,4 +1,5 @@
 //! Per-robot configuration: every limit and calibration lives here, none in the logic.
+use clawrl_robot::quadruped;
 
 use crate::pwm::PulseCalibration;
 use clawrl_protocol::units::ids::SERVO_COUNT;
@@ -95,12 +96,18 @@ pub struct FirmwareConfig {
     pub feedback_fail_ticks: u16,
 }
 
+/// A servo's hard limits from the robot layout (clawrl-robot), the same numbers the
+/// simulator's model is checked against and the policy bundle records.
+const fn from_layout(limits: [f64; 2]) -> ServoConfig {
+    ServoConfig::new(limits[0] as f32, limits[1] as f32)
+}
+
 /// Claw-foot robot joint limits (rad): legs FL, FR, RL, RR x (hip abduction, hip pitch, knee),
 /// then the four claws.
-const HIP_ABD: ServoConfig = ServoConfig::new(-0.6, 0.6);
-const HIP_PITCH: ServoConfig = ServoConfig::new(-1.2, 1.8);
-const KNEE: ServoConfig = ServoConfig::new(-2.6, -0.6);
-const CLAW: ServoConfig = ServoConfig::new(0.0, 1.2);
+const HIP_ABD: ServoConfig = from_layout(quadruped::HIP_ABD_LIMITS);
+const HIP_PITCH: ServoConfig = from_layout(quadruped::HIP_PITCH_LIMITS);
+const KNEE: ServoConfig = from_layout(quadruped::KNEE_LIMITS);
+const CLAW: ServoConfig = from_layout(quadruped::CLAW_LIMITS);
 
 impl FirmwareConfig {
     pub fn claw_foot() -> Self {

@@ -7,13 +7,7 @@ use crate::mlp::{Activation, Mlp};
 use crate::normalizer::Normalizer;
 use crate::{PolicyError, Result, Rng};
 
-/// Which observation vector a network reads (same names as the sim crate's `ObsLayout`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ObsSource {
-    Onboard,
-    Privileged,
-}
+pub use clawrl_robot::ObsSource;
 
 /// Everything needed to rebuild a policy (saved in its file's metadata).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

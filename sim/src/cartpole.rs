@@ -1,7 +1,8 @@
 //! Cart-pole balancing in MuJoCo: a cheap task for the trainer's learning tests.
 //!
-//! Observation (both layouts): cart position, cos and sin of the pole angle, cart velocity,
-//! pole angular velocity. Action: one push in [-1, 1] (10 N). Reward: 1 per step while the pole
+//! Observation: onboard = cart position, cos and sin of the pole angle (no velocities, as a
+//! robot without encoders on the rates would see it); privileged = onboard followed by cart
+//! velocity and pole angular velocity. Action: one push in [-1, 1] (10 N). Reward: 1 per step while the pole
 //! is within 0.2 rad of upright and the cart within 2.4 m of the centre; leaving either
 //! terminates the episode. 200 steps at 50 Hz make an episode.
 use std::path::PathBuf;
@@ -11,9 +12,12 @@ use mujoco_rs::prelude::*;
 
 use crate::env::{EpisodeLog, check_action};
 use crate::rng::{rng, uniform};
-use crate::{Env, EnvSpec, ObsLayout, SimError, model};
+use crate::{Env, EnvSpec, ObsSource, OnboardLayout, SimError, model};
 
 const DECIMATION: usize = 2;
+/// Onboard: cart position and the pole's angle as cos/sin, no velocities (a student must infer
+/// them from its history). Privileged adds the cart and pole velocities.
+const ONBOARD_DIM: usize = 3;
 const MAX_STEPS: usize = 200;
 const ANGLE_LIMIT: f64 = 0.2;
 const CART_LIMIT: f64 = 2.4;
@@ -51,7 +55,7 @@ impl CartPole {
         let spec = EnvSpec {
             name: "cartpole".into(),
             action_dim: 1,
-            onboard_dim: 5,
+            onboard_dim: ONBOARD_DIM,
             privileged_dim: 5,
             obs_names: names.iter().map(|s| s.to_string()).collect(),
             action_names: vec!["push".into()],
@@ -59,6 +63,9 @@ impl CartPole {
             max_episode_steps: MAX_STEPS,
             reward_terms: vec!["alive".into()],
             foot_names: Vec::new(),
+            onboard_layout: OnboardLayout::cartpole(),
+            action_map: None,
+            model_file: Self::model_path(),
         };
         Self {
             spec,
@@ -111,10 +118,14 @@ impl Env for CartPole {
         Ok((reward as f32, fell, !fell && self.steps >= MAX_STEPS))
     }
 
-    fn observe(&self, _layout: ObsLayout, out: &mut [f32]) {
+    fn observe(&self, source: ObsSource, out: &mut [f32]) {
         let (q, v) = (self.data.qpos(), self.data.qvel());
         let obs = [q[0], q[1].cos(), q[1].sin(), v[0], v[1]];
-        for (o, x) in out.iter_mut().zip(obs) {
+        let n = match source {
+            ObsSource::Onboard => ONBOARD_DIM,
+            ObsSource::Privileged => obs.len(),
+        };
+        for (o, x) in out[..n].iter_mut().zip(obs) {
             *o = x as f32;
         }
     }

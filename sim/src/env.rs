@@ -1,15 +1,7 @@
 //! The environment API shared by every task.
 use crate::SimError;
 
-/// Which observation vector to read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ObsLayout {
-    /// Exactly what the robot computer will see (IMU, joints, last action, command).
-    Onboard,
-    /// Onboard followed by simulation-only quantities (for teachers and critics).
-    Privileged,
-}
+pub use clawrl_robot::{ActionMap, ObsSource, OnboardLayout};
 
 /// Shapes and timing of a task, fixed for its lifetime.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,13 +21,19 @@ pub struct EnvSpec {
     pub reward_terms: Vec<String>,
     /// Names of the feet, in the order of [`Telemetry::foot_contact`] (empty without feet).
     pub foot_names: Vec<String>,
+    /// How the onboard observation is built from sensors (what a policy bundle records).
+    pub onboard_layout: OnboardLayout,
+    /// Action -> servo target (robots with servos; cart-pole pushes a cart).
+    pub action_map: Option<ActionMap>,
+    /// The MJCF file of the model (a bundle records its hash).
+    pub model_file: std::path::PathBuf,
 }
 
 impl EnvSpec {
-    pub fn obs_dim(&self, layout: ObsLayout) -> usize {
+    pub fn obs_dim(&self, layout: ObsSource) -> usize {
         match layout {
-            ObsLayout::Onboard => self.onboard_dim,
-            ObsLayout::Privileged => self.privileged_dim,
+            ObsSource::Onboard => self.onboard_dim,
+            ObsSource::Privileged => self.privileged_dim,
         }
     }
 }
@@ -96,15 +94,15 @@ pub trait Env: Send {
     fn step_in_place(&mut self, action: &[f32]) -> Result<(f32, bool, bool), SimError>;
 
     /// Writes the current observation in `layout` into `out` (length `spec().obs_dim(layout)`).
-    fn observe(&self, layout: ObsLayout, out: &mut [f32]);
+    fn observe(&self, layout: ObsSource, out: &mut [f32]);
 
     /// The current observation in both layouts.
     fn observation(&self) -> Observation {
         let spec = self.spec();
         let mut onboard = vec![0.0; spec.onboard_dim];
         let mut privileged = vec![0.0; spec.privileged_dim];
-        self.observe(ObsLayout::Onboard, &mut onboard);
-        self.observe(ObsLayout::Privileged, &mut privileged);
+        self.observe(ObsSource::Onboard, &mut onboard);
+        self.observe(ObsSource::Privileged, &mut privileged);
         Observation {
             onboard,
             privileged,
@@ -162,7 +160,7 @@ impl<E: Env + ?Sized> Env for Box<E> {
     fn step_in_place(&mut self, action: &[f32]) -> Result<(f32, bool, bool), SimError> {
         (**self).step_in_place(action)
     }
-    fn observe(&self, layout: ObsLayout, out: &mut [f32]) {
+    fn observe(&self, layout: ObsSource, out: &mut [f32]) {
         (**self).observe(layout, out)
     }
     fn episode_log(&self) -> EpisodeLog {

@@ -3,7 +3,7 @@
 //!
 //! - [`Env`] is the environment API every task implements: `reset(seed)` and
 //!   `step(action) -> observation, reward, terminated, truncated`, with named observation
-//!   layouts ([`ObsLayout::Onboard`] for what the robot computer sees, [`ObsLayout::Privileged`]
+//!   sources ([`ObsSource::Onboard`] for what the robot computer sees, [`ObsSource::Privileged`]
 //!   for onboard plus simulation-only quantities).
 //! - [`quadruped::QuadrupedEnv`] is the claw-foot robot (flat-ground velocity tracking and slopes).
 //! - [`cartpole::CartPole`] is a cheap MuJoCo task for learning tests of the trainer.
@@ -17,7 +17,10 @@ pub mod quadruped;
 pub mod rng;
 pub mod vec_env;
 
-pub use env::{Env, EnvSpec, EpisodeLog, ObsLayout, Observation, Telemetry, Transition};
+pub use env::{
+    ActionMap, Env, EnvSpec, EpisodeLog, ObsSource, Observation, OnboardLayout, Telemetry,
+    Transition,
+};
 pub use error::SimError;
 pub use vec_env::{Batch, VecEnv};
 

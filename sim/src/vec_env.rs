@@ -7,7 +7,7 @@
 //! thread count.
 use crate::env::{EpisodeLog, check_action};
 use crate::rng::derive_seed;
-use crate::{Env, EnvSpec, ObsLayout, SimError};
+use crate::{Env, EnvSpec, ObsSource, SimError};
 
 /// The result of a reset or a step of all environments, as row-major `[num_envs, dim]` arrays.
 #[derive(Debug, Clone, Default)]
@@ -44,10 +44,10 @@ impl Batch {
         self.terminated[i] || self.truncated[i]
     }
 
-    pub fn obs(&self, layout: ObsLayout) -> &[f32] {
+    pub fn obs(&self, layout: ObsSource) -> &[f32] {
         match layout {
-            ObsLayout::Onboard => &self.onboard,
-            ObsLayout::Privileged => &self.privileged,
+            ObsSource::Onboard => &self.onboard,
+            ObsSource::Privileged => &self.privileged,
         }
     }
 }
@@ -136,8 +136,8 @@ impl<E: Env> VecEnv<E> {
     pub fn reset(&mut self) -> &Batch {
         self.for_each_row(|slot, _, row| {
             slot.reset();
-            slot.env.observe(ObsLayout::Onboard, row.onboard);
-            slot.env.observe(ObsLayout::Privileged, row.privileged);
+            slot.env.observe(ObsSource::Onboard, row.onboard);
+            slot.env.observe(ObsSource::Privileged, row.privileged);
             *row.reward = 0.0;
             *row.terminated = false;
             *row.truncated = false;
@@ -168,14 +168,14 @@ impl<E: Env> VecEnv<E> {
             *row.truncated = truncated;
             *row.finished = None;
             if terminated || truncated {
-                slot.env.observe(ObsLayout::Onboard, row.final_onboard);
+                slot.env.observe(ObsSource::Onboard, row.final_onboard);
                 slot.env
-                    .observe(ObsLayout::Privileged, row.final_privileged);
+                    .observe(ObsSource::Privileged, row.final_privileged);
                 *row.finished = Some(slot.env.episode_log());
                 slot.reset();
             }
-            slot.env.observe(ObsLayout::Onboard, row.onboard);
-            slot.env.observe(ObsLayout::Privileged, row.privileged);
+            slot.env.observe(ObsSource::Onboard, row.onboard);
+            slot.env.observe(ObsSource::Privileged, row.privileged);
         });
         Ok(&self.batch)
     }

@@ -1,6 +1,6 @@
 //! The claw-foot quadruped task: model, standing, falling, seeds, randomisation, bad input.
 use clawrl_sim::quadruped::{NUM_SERVOS, QuadrupedEnv, TaskConfig, servo_names};
-use clawrl_sim::{Env, ObsLayout, SimError, VecEnv};
+use clawrl_sim::{Env, ObsSource, SimError, VecEnv};
 use mujoco_rs::mujoco_c::_mjtObjBase::*;
 
 fn task(file: &str, overrides: &[&str]) -> TaskConfig {
@@ -349,7 +349,7 @@ fn observation_layouts_are_consistent() {
     assert!(obs.onboard[g] < -0.9);
     env.set_command(&[0.3, 0.0, 0.1]).unwrap();
     let mut out = vec![0.0; spec.onboard_dim];
-    env.observe(ObsLayout::Onboard, &mut out);
+    env.observe(ObsSource::Onboard, &mut out);
     let c = spec
         .obs_names
         .iter()

@@ -201,7 +201,7 @@ pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<Strin
     set_rayon(Some(&configured));
     let p = &cfg.run.policy;
     let spec = crate::task::spec(cfg)?;
-    let mut dims = vec![spec.obs_dim(crate::algorithms::layout(p.actor_obs))];
+    let mut dims = vec![spec.obs_dim(p.actor_obs)];
     dims.extend(&p.actor_hidden);
     dims.push(spec.action_dim);
     let mb = cfg

@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clawrl_policy::{Policy, Registry};
 use clawrl_sim::rng::derive_seed;
-use clawrl_sim::{Env, ObsLayout};
+use clawrl_sim::{Env, ObsSource};
 
-use crate::algorithms::layout;
 use crate::checkpoint;
 use crate::config::TrainConfig;
 use crate::runner::META_TRAIN_CONFIG;
@@ -252,7 +251,7 @@ struct Running {
 pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> Result<EvalReport> {
     let m = opts.num_envs.clamp(1, opts.episodes.max(1));
     let mut envs = make_envs(cfg, m)?;
-    let obs_layout: ObsLayout = layout(policy.config().obs_source);
+    let obs_layout: ObsSource = policy.config().obs_source;
     let d = envs[0].spec().obs_dim(obs_layout);
     let na = envs[0].spec().action_dim;
     let dt = envs[0].spec().control_dt;

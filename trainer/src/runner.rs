@@ -21,7 +21,7 @@ use clawrl_sim::{Env, VecEnv};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 
-use crate::algorithms::{Algorithm, Ppo, Sac, TrainHooks, layout};
+use crate::algorithms::{Algorithm, Ppo, Sac, TrainHooks};
 use crate::checkpoint;
 use crate::config::TrainConfig;
 use crate::lock::RunLock;
@@ -80,7 +80,7 @@ pub fn policy_config(cfg: &TrainConfig, spec: &clawrl_sim::EnvSpec) -> PolicyCon
     let p = &cfg.run.policy;
     PolicyConfig {
         kind: p.kind.clone(),
-        obs_dim: spec.obs_dim(layout(p.actor_obs)),
+        obs_dim: spec.obs_dim(p.actor_obs),
         action_dim: spec.action_dim,
         obs_source: p.actor_obs,
         hidden: p.actor_hidden.clone(),
@@ -110,7 +110,7 @@ impl Runner {
         let spec = envs[0].spec().clone();
         let pcfg = policy_config(&cfg, &spec);
         let policy = Registry::default().build(&pcfg, &mut rng)?;
-        let critic_dim = spec.obs_dim(layout(cfg.run.policy.critic_obs));
+        let critic_dim = spec.obs_dim(cfg.run.policy.critic_obs);
         let alg: Box<dyn Algorithm> = match (&cfg.ppo, &cfg.sac) {
             (Some(p), _) => Box::new(Ppo::new(
                 p.clone(),

@@ -8,21 +8,11 @@ use mujoco_rs::prelude::*;
 use crate::SimError;
 use crate::model::id_of;
 
-pub const LEGS: [&str; 4] = ["FL", "FR", "RL", "RR"];
-pub const LEG_JOINTS: [&str; 3] = ["hip_abd", "hip_pitch", "knee"];
-/// Servos driven by the policy: 12 leg joints then 4 claws.
-pub const NUM_SERVOS: usize = 16;
-pub const NUM_LEG_SERVOS: usize = 12;
-pub const NUM_FEET: usize = 4;
-
-/// Servo names in action order: `FL_hip_abd, FL_hip_pitch, FL_knee, FR_..., RR_knee, FL_claw, ...`.
-pub fn servo_names() -> Vec<String> {
-    let legs = LEGS
-        .iter()
-        .flat_map(|l| LEG_JOINTS.iter().map(move |j| format!("{l}_{j}")));
-    let claws = LEGS.iter().map(|l| format!("{l}_claw"));
-    legs.chain(claws).collect()
-}
+// Servo order, names, default pose and joint limits are the robot's contract (clawrl-robot);
+// the model is checked against them when it loads.
+pub use clawrl_robot::quadruped::{
+    DEFAULT_POSE, JOINT_LIMITS, LEGS, NUM_FEET, NUM_LEG_SERVOS, NUM_SERVOS, servo_names,
+};
 
 /// Foot names in words, in leg order (`LEGS`): what plots and reports print.
 pub fn foot_names() -> Vec<String> {
@@ -90,6 +80,15 @@ impl Layout {
             l.servo_qpos[i] = model.jnt_qposadr()[j] as usize;
             l.servo_dof[i] = model.jnt_dofadr()[j] as usize;
             l.servo_range[i] = model.jnt_range()[j];
+            if l.servo_range[i] != JOINT_LIMITS[i] {
+                return Err(SimError::ModelMismatch {
+                    file: file.to_path_buf(),
+                    reason: format!(
+                        "joint {name} has range {:?}, the robot layout (clawrl-robot) says {:?}",
+                        l.servo_range[i], JOINT_LIMITS[i]
+                    ),
+                });
+            }
             l.servo_actuator[i] = actuator(name)?;
         }
         for (f, leg) in LEGS.iter().enumerate() {
@@ -101,10 +100,23 @@ impl Layout {
         Ok(l)
     }
 
-    /// The default standing pose of each servo (from the `stand` keyframe).
-    pub fn default_pose(&self, model: &MjModel) -> [f64; NUM_SERVOS] {
+    /// Checks that the model's `stand` keyframe is the robot layout's default pose (the
+    /// simulator resets to the keyframe; the action map and the runtime use the constant).
+    pub fn check_default_pose(&self, model: &MjModel, file: &Path) -> Result<(), SimError> {
         let nq = model.ffi().nq as usize;
         let key = &model.key_qpos()[self.stand_key * nq..(self.stand_key + 1) * nq];
-        std::array::from_fn(|i| key[self.servo_qpos[i]])
+        let names = servo_names();
+        for (i, name) in names.iter().enumerate() {
+            if key[self.servo_qpos[i]] != DEFAULT_POSE[i] {
+                return Err(SimError::ModelMismatch {
+                    file: file.to_path_buf(),
+                    reason: format!(
+                        "keyframe `stand` puts {name} at {}, the robot layout's default pose is {}",
+                        key[self.servo_qpos[i]], DEFAULT_POSE[i]
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }

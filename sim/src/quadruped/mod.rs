@@ -29,7 +29,7 @@ pub use report::simulate_report;
 
 use crate::env::{EpisodeLog, check_action};
 use crate::rng::{SimRng, rng, uniform};
-use crate::{Env, EnvSpec, ObsLayout, SimError, Telemetry, model};
+use crate::{ActionMap, Env, EnvSpec, ObsSource, OnboardLayout, SimError, Telemetry, model};
 use math::{Vec3, axis_angle, dot, mul, rotate, rotate_inv};
 use observation::{ONBOARD_DIM, PRIVILEGED_DIM};
 use reward::{NUM_TERMS, RewardInputs, TERMS};
@@ -44,6 +44,8 @@ pub struct Robot {
     pub model: Arc<MjModel>,
     pub layout: Layout,
     pub default_pose: [f64; NUM_SERVOS],
+    /// Action -> servo target, from the robot layout and the task's scales.
+    pub action_map: ActionMap,
 }
 
 impl Robot {
@@ -51,12 +53,15 @@ impl Robot {
         let file = cfg.model_path();
         let model = model::load(&file)?;
         let layout = Layout::new(&model, &file)?;
-        let default_pose = layout.default_pose(&model);
+        layout.check_default_pose(&model, &file)?;
+        let e = &cfg.env;
+        let action_map = ActionMap::quadruped(e.action_scale, e.claw_action_scale, e.action_clip);
         Ok(Arc::new(Self {
             file,
             model: Arc::new(model),
             layout,
-            default_pose,
+            default_pose: clawrl_robot::quadruped::DEFAULT_POSE,
+            action_map,
         }))
     }
 }
@@ -113,6 +118,9 @@ impl QuadrupedEnv {
             max_episode_steps: cfg.max_episode_steps(physics_dt),
             reward_terms: TERMS.iter().map(|t| t.to_string()).collect(),
             foot_names: foot_names(),
+            onboard_layout: OnboardLayout::quadruped(),
+            action_map: Some(robot.action_map.clone()),
+            model_file: robot.file.clone(),
         };
         let mut r = rng(0);
         let params = EpisodeParams::draw(&cfg, &mut r);
@@ -175,19 +183,15 @@ impl QuadrupedEnv {
         }
     }
 
-    /// Servo targets for an action: leg joints around the default pose, claws from open.
+    /// Servo targets for an action, through the robot's action map (the runtime's too): leg
+    /// joints around the default pose, claws from open, clamped to the joint limits.
     fn targets(&self, action: &[f32]) -> [f64; NUM_SERVOS] {
-        let e = &self.cfg.env;
-        let l = &self.robot.layout;
-        std::array::from_fn(|i| {
-            let a = f64::from(action[i]).clamp(-e.action_clip, e.action_clip);
-            let t = if i < NUM_LEG_SERVOS {
-                self.robot.default_pose[i] + e.action_scale * a
-            } else {
-                e.claw_action_scale * a
-            };
-            t.clamp(l.servo_range[i][0], l.servo_range[i][1])
-        })
+        let mut t = [0.0; NUM_SERVOS];
+        self.robot
+            .action_map
+            .targets(action, &mut t)
+            .expect("actions are checked (length, finite) before they reach the action map");
+        t
     }
 
     /// Writes servo targets into ctrl, with the servo's calibration error, and sets each
@@ -404,10 +408,10 @@ impl Env for QuadrupedEnv {
         Ok((weighted.iter().sum::<f64>() as f32, terminated, truncated))
     }
 
-    fn observe(&self, layout: ObsLayout, out: &mut [f32]) {
+    fn observe(&self, layout: ObsSource, out: &mut [f32]) {
         match layout {
-            ObsLayout::Onboard => out.copy_from_slice(&self.onboard),
-            ObsLayout::Privileged => out.copy_from_slice(&self.privileged),
+            ObsSource::Onboard => out.copy_from_slice(&self.onboard),
+            ObsSource::Privileged => out.copy_from_slice(&self.privileged),
         }
     }
 

@@ -9,29 +9,22 @@
 //!   friction (1), torso payload (1, kg), servo strength (1), foot contact forces (4, N / 10),
 //!   floor height around each foot relative to the torso (4 feet x 3 points, m).
 use super::QuadrupedEnv;
-use super::layout::{LEGS, NUM_FEET, NUM_SERVOS, servo_names};
+use clawrl_robot::observation::offsets;
+use clawrl_robot::{OnboardLayout, OnboardSensors};
+
+use super::layout::{LEGS, NUM_FEET, NUM_SERVOS};
 use super::math::{Vec3, rotate_inv};
 use crate::rng::uniform;
 
-pub const ONBOARD_DIM: usize = 3 + 3 + 3 + NUM_SERVOS * 3 + 3;
+pub const ONBOARD_DIM: usize = offsets::DIM;
 const HEIGHT_POINTS: [f64; 3] = [-0.05, 0.0, 0.05];
 pub const PRIVILEGED_EXTRA: usize = 3 + 1 + 1 + 1 + 1 + NUM_FEET + NUM_FEET * HEIGHT_POINTS.len();
 pub const PRIVILEGED_DIM: usize = ONBOARD_DIM + PRIVILEGED_EXTRA;
 
-const G: f64 = 9.81;
-
 /// Names of the privileged layout's entries (onboard is its first `ONBOARD_DIM`).
 pub fn names() -> Vec<String> {
     let xyz = |p: &str| ["x", "y", "z"].map(|a| format!("{p}_{a}"));
-    let servos = servo_names();
-    let mut n: Vec<String> = Vec::new();
-    n.extend(xyz("gyro"));
-    n.extend(xyz("gravity"));
-    n.extend(xyz("acc"));
-    n.extend(servos.iter().map(|s| format!("{s}_pos")));
-    n.extend(servos.iter().map(|s| format!("{s}_vel")));
-    n.extend(servos.iter().map(|s| format!("{s}_last_action")));
-    n.extend(["command_forward", "command_lateral", "command_yaw_rate"].map(String::from));
+    let mut n: Vec<String> = OnboardLayout::quadruped().names();
     n.extend(xyz("base_lin_vel"));
     n.extend(["base_height", "friction", "torso_payload", "servo_strength"].map(String::from));
     n.extend(LEGS.iter().map(|l| format!("{l}_contact_force")));
@@ -52,30 +45,39 @@ impl QuadrupedEnv {
     pub(super) fn update_observation(&mut self) {
         let l = &self.robot.layout;
         let n = &self.cfg.noise;
-        let quat = self.base_quat();
-        let gyro = self.sensor(l.sensor_gyro);
-        let gravity = rotate_inv(quat, [0.0, 0.0, -1.0]);
-        let acc = self.sensor(l.sensor_acc).map(|a| a / G);
         let (qpos, qvel) = (self.data.qpos(), self.data.qvel());
-        let joint_pos: [f64; NUM_SERVOS] = std::array::from_fn(|i| {
-            qpos[l.servo_qpos[i]] + self.params.joint_offset[i] - self.robot.default_pose[i]
-        });
-        let joint_vel: [f64; NUM_SERVOS] = std::array::from_fn(|i| qvel[l.servo_dof[i]]);
-
-        let mut o = Writer {
-            out: &mut self.onboard,
-            at: 0,
+        // What the sensors read; the servos read their own angle plus a calibration error.
+        let sensors = OnboardSensors {
+            gyro: self.sensor(l.sensor_gyro),
+            quat: self.base_quat(),
+            acc: self.sensor(l.sensor_acc),
+            joint_pos: std::array::from_fn(|i| qpos[l.servo_qpos[i]] + self.params.joint_offset[i]),
+            joint_vel: std::array::from_fn(|i| qvel[l.servo_dof[i]]),
         };
-        let rng = &mut self.rng;
-        let mut noisy = |x: f64, scale: f64| x + uniform(rng, [-scale, scale]);
-        o.extend(gyro.map(|x| noisy(x, n.gyro)));
-        o.extend(gravity.map(|x| noisy(x, n.gravity)));
-        o.extend(acc.map(|x| noisy(x, n.accelerometer)));
-        o.extend(joint_pos.map(|x| noisy(x, n.joint_pos)));
-        o.extend(joint_vel.map(|x| noisy(x, n.joint_vel)));
-        o.extend(self.action.map(f64::from));
-        o.extend(self.command);
-        debug_assert_eq!(o.at, ONBOARD_DIM);
+        // The runtime builds its observation with the same function (clawrl-robot).
+        let mut values = [0.0f64; ONBOARD_DIM];
+        self.spec.onboard_layout.quadruped_values(
+            &sensors,
+            &self.action,
+            self.command,
+            &mut values,
+        );
+        // Sensor noise in the observation's own units, drawn group by group.
+        let noise = [
+            (offsets::GYRO, 3, n.gyro),
+            (offsets::GRAVITY, 3, n.gravity),
+            (offsets::ACC, 3, n.accelerometer),
+            (offsets::JOINT_POS, NUM_SERVOS, n.joint_pos),
+            (offsets::JOINT_VEL, NUM_SERVOS, n.joint_vel),
+        ];
+        for (start, len, scale) in noise {
+            for v in &mut values[start..start + len] {
+                *v += uniform(&mut self.rng, [-scale, scale]);
+            }
+        }
+        for (o, v) in self.onboard.iter_mut().zip(values) {
+            *o = v as f32;
+        }
 
         let extra = self.privileged_extra();
         self.privileged[..ONBOARD_DIM].copy_from_slice(&self.onboard);

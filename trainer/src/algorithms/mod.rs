@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 use candle_core::Tensor;
-use clawrl_policy::{GaussianOut, ObsSource, Policy, Rng};
-use clawrl_sim::{Batch, ObsLayout};
+use clawrl_policy::{GaussianOut, Policy, Rng};
+use clawrl_sim::Batch;
 
 pub use ppo::Ppo;
 pub use sac::Sac;
@@ -89,13 +89,6 @@ pub trait Algorithm: Send {
     /// Everything needed to resume exactly (weights, optimiser state, normalisers, buffers).
     fn save(&self) -> Result<Vec<(String, Tensor)>>;
     fn load(&mut self, tensors: &HashMap<String, Tensor>) -> Result<()>;
-}
-
-pub fn layout(src: ObsSource) -> ObsLayout {
-    match src {
-        ObsSource::Onboard => ObsLayout::Onboard,
-        ObsSource::Privileged => ObsLayout::Privileged,
-    }
 }
 
 /// Standard-normal noise from the run's RNG (candle's CPU device cannot be seeded).

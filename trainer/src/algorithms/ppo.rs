@@ -11,7 +11,7 @@ use clawrl_policy::{Mlp, Normalizer, ObsSource, Policy, Rng};
 use clawrl_sim::Batch;
 use rand::RngExt;
 
-use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, layout, normal_noise};
+use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, normal_noise};
 use crate::config::{PolicySection, PpoConfig};
 use crate::optim::{Adam, clip_grad_norm, load_params, param_tensors};
 use crate::storage::{RolloutStorage, gather, rollout::normalize};
@@ -159,8 +159,8 @@ impl Algorithm for Ppo {
             self.storage.critic_dim,
             self.storage.action_dim,
         );
-        let raw_a = obs.obs(layout(self.policy.config().obs_source));
-        let raw_c = obs.obs(layout(self.critic.source));
+        let raw_a = obs.obs(self.policy.config().obs_source);
+        let raw_c = obs.obs(self.critic.source);
         self.policy.normalizer_mut().update(raw_a);
         self.critic.normalizer.update(raw_c);
         self.policy
@@ -237,7 +237,7 @@ impl Algorithm for Ppo {
     }
 
     fn compute_returns(&mut self, batch: &Batch) -> Result<()> {
-        let last = self.values_of(batch.obs(layout(self.critic.source)), self.num_envs)?;
+        let last = self.values_of(batch.obs(self.critic.source), self.num_envs)?;
         self.storage
             .compute_returns(&last, self.cfg.gamma, self.cfg.lam);
         if !self.cfg.normalize_advantage_per_mini_batch {

@@ -9,7 +9,7 @@ use clawrl_policy::{Mlp, Normalizer, ObsSource, Policy, Rng};
 use clawrl_sim::Batch;
 use rand::RngExt;
 
-use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, layout, normal_noise};
+use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, normal_noise};
 use crate::config::{PolicySection, SacConfig};
 use crate::optim::{Adam, clip_grad_norm, load_params, param_tensors};
 use crate::storage::replay::Transition;
@@ -151,8 +151,8 @@ impl Algorithm for Sac {
 
     fn act(&mut self, obs: &Batch, rng: &mut Rng) -> Result<&[f32]> {
         let n = self.num_envs;
-        let raw_a = obs.obs(layout(self.policy.config().obs_source));
-        let raw_c = obs.obs(layout(self.critic_source));
+        let raw_a = obs.obs(self.policy.config().obs_source);
+        let raw_c = obs.obs(self.critic_source);
         self.policy.normalizer_mut().update(raw_a);
         self.critic_norm.update(raw_c);
         self.prev_a.clear();
@@ -180,11 +180,11 @@ impl Algorithm for Sac {
             self.buffer.critic_dim,
             self.buffer.action_dim,
         );
-        let la = layout(self.policy.config().obs_source);
-        let lc = layout(self.critic_source);
+        let la = self.policy.config().obs_source;
+        let lc = self.critic_source;
         let final_of = |l| match l {
-            clawrl_sim::ObsLayout::Onboard => &batch.final_onboard,
-            clawrl_sim::ObsLayout::Privileged => &batch.final_privileged,
+            clawrl_sim::ObsSource::Onboard => &batch.final_onboard,
+            clawrl_sim::ObsSource::Privileged => &batch.final_privileged,
         };
         for e in 0..self.num_envs {
             let (next_a, next_c) = if batch.done(e) {
