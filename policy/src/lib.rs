@@ -5,6 +5,7 @@
 //! - [`normalizer`]: running mean/variance of observations, saved with the weights.
 //! - [`distribution`]: diagonal Gaussian log-prob, entropy and KL, on tensors and on slices.
 //! - [`policy`]: the [`Policy`] trait and the Gaussian-MLP policies.
+//! - [`temporal`]: the `temporal_conv` student (1-D convolution over its history).
 //! - [`registry`]: policy kind name -> constructor; save/load of a policy to one safetensors file.
 //! - [`io`]: safetensors read/write with string metadata.
 pub mod distribution;
@@ -14,6 +15,7 @@ pub mod mlp;
 pub mod normalizer;
 pub mod policy;
 pub mod registry;
+pub mod temporal;
 
 pub use mlp::{Activation, Mlp};
 pub use normalizer::Normalizer;

@@ -24,9 +24,21 @@ pub struct PolicyConfig {
     pub init_std: f64,
     /// Normalised observations are clamped to ±obs_clip.
     pub obs_clip: f32,
+    /// Past frames stacked after the current observation, newest first (students; 0 = none):
+    /// `obs_dim = frame size * (history + 1)`, see `clawrl_robot::History`.
+    #[serde(default)]
+    pub history: usize,
+    /// Channels of the temporal convolution (`temporal_conv` kind only; 0 for other kinds).
+    #[serde(default)]
+    pub conv_channels: usize,
 }
 
 impl PolicyConfig {
+    /// Size of one observation frame (the stacked input holds `history + 1` of them).
+    pub fn frame_dim(&self) -> usize {
+        self.obs_dim / (self.history + 1)
+    }
+
     pub fn check(&self) -> Result<()> {
         if self.obs_dim == 0 || self.action_dim == 0 {
             return Err(PolicyError::Config(
@@ -37,6 +49,12 @@ impl PolicyConfig {
             return Err(PolicyError::Config(
                 "hidden layer sizes must be positive".into(),
             ));
+        }
+        if !self.obs_dim.is_multiple_of(self.history + 1) {
+            return Err(PolicyError::Config(format!(
+                "obs_dim {} is not a whole number of frames for history {}",
+                self.obs_dim, self.history
+            )));
         }
         if !(self.init_std.is_finite() && self.init_std > 0.0) {
             return Err(PolicyError::Config(format!(

@@ -24,8 +24,10 @@ pub struct Registry {
 }
 
 impl Default for Registry {
-    /// The built-in kinds: `gaussian_mlp` (state-independent log-std, PPO), `gaussian_mlp_state_std`
-    /// (state-dependent log-std) and `squashed_gaussian_mlp` (state-dependent, tanh; SAC).
+    /// The built-in kinds: `gaussian_mlp` (state-independent log-std, PPO; with `history` > 0
+    /// the compact student over stacked frames), `gaussian_mlp_state_std` (state-dependent
+    /// log-std), `squashed_gaussian_mlp` (state-dependent, tanh; SAC) and `temporal_conv` (a 1-D
+    /// convolution over the history, for students).
     fn default() -> Self {
         let mut r = Self {
             kinds: BTreeMap::new(),
@@ -38,6 +40,9 @@ impl Default for Registry {
         });
         r.register("squashed_gaussian_mlp", |c, rng| {
             Ok(Box::new(GaussianMlp::new(c, true, true, rng)?))
+        });
+        r.register("temporal_conv", |c, rng| {
+            Ok(Box::new(crate::temporal::TemporalConv::new(c, rng)?))
         });
         r
     }
@@ -151,6 +156,8 @@ mod tests {
             activation: Activation::Elu,
             init_std: 0.5,
             obs_clip: 10.0,
+            history: 0,
+            conv_channels: 4,
         }
     }
 
@@ -163,6 +170,7 @@ mod tests {
             "gaussian_mlp",
             "gaussian_mlp_state_std",
             "squashed_gaussian_mlp",
+            "temporal_conv",
         ] {
             let p = r.build(&cfg(kind), &mut rng).unwrap();
             let d = p.distribution(&x).unwrap();

@@ -24,6 +24,9 @@ pub struct Batch {
     pub final_onboard: Vec<f32>,
     /// Reward-term log of each episode that ended in this step.
     pub finished: Vec<Option<EpisodeLog>>,
+    /// Whether the current observation is the first of an episode (after a reset, or after an
+    /// episode ended in this step): where a history of past observations starts afresh.
+    pub new_episode: Vec<bool>,
 }
 
 impl Batch {
@@ -37,6 +40,7 @@ impl Batch {
             final_privileged: vec![0.0; n * spec.privileged_dim],
             final_onboard: vec![0.0; n * spec.onboard_dim],
             finished: vec![None; n],
+            new_episode: vec![true; n],
         }
     }
 
@@ -143,6 +147,7 @@ impl<E: Env> VecEnv<E> {
             *row.truncated = false;
             *row.finished = None;
         });
+        self.batch.new_episode.fill(true);
         &self.batch
     }
 
@@ -177,6 +182,10 @@ impl<E: Env> VecEnv<E> {
             slot.env.observe(ObsSource::Onboard, row.onboard);
             slot.env.observe(ObsSource::Privileged, row.privileged);
         });
+        let b = &mut self.batch;
+        for (i, fresh) in b.new_episode.iter_mut().enumerate() {
+            *fresh = b.terminated[i] || b.truncated[i];
+        }
         Ok(&self.batch)
     }
 

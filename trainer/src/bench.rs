@@ -12,7 +12,7 @@ use clawrl_sim::VecEnv;
 use rand::{RngExt, SeedableRng};
 
 use crate::algorithms::NoHooks;
-use crate::config::TrainConfig;
+use crate::config::{AlgoConfig, TrainConfig};
 use crate::runner::Runner;
 use crate::task::make_envs;
 
@@ -115,12 +115,7 @@ fn measure_loop(
     rayon: Option<&str>,
 ) -> Result<LoopStats> {
     let r = &cfg.run.run;
-    let steps_per_iter = cfg
-        .ppo
-        .as_ref()
-        .map(|p| p.num_steps_per_env)
-        .or(cfg.sac.as_ref().map(|s| s.num_steps_per_env))
-        .unwrap_or(24);
+    let steps_per_iter = cfg.algo.num_steps_per_env();
     let raw = raw_env_rate(cfg, steps_per_iter * iterations.max(1))?;
     let mut c = cfg.clone();
     c.run.run.max_iterations = iterations + 1;
@@ -204,11 +199,10 @@ pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<Strin
     let mut dims = vec![spec.obs_dim(p.actor_obs)];
     dims.extend(&p.actor_hidden);
     dims.push(spec.action_dim);
-    let mb = cfg
-        .ppo
-        .as_ref()
-        .map(|c| r.num_envs * c.num_steps_per_env / c.num_mini_batches)
-        .unwrap_or(256);
+    let mb = match &cfg.algo {
+        AlgoConfig::Ppo(c) => r.num_envs * c.num_steps_per_env / c.num_mini_batches,
+        _ => 256,
+    };
     out += &format!(
         "\ncandle, RAYON_NUM_THREADS={configured}: actor {dims:?}\n\n| activation | forward, batch {} (rollout) | forward + backward, batch {mb} (minibatch) |\n|---|---|---|\n",
         r.num_envs

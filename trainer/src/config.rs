@@ -25,7 +25,7 @@ pub struct RunSection {
     pub task: String,
     /// Task TOML file (quadruped tasks); empty for tasks without one.
     pub task_config: String,
-    /// `ppo` or `sac`.
+    /// `ppo`, `sac` or `distill`.
     pub algorithm: String,
     /// Algorithm TOML file (defaults of the algorithm).
     pub algo_config: String,
@@ -65,6 +65,12 @@ pub struct PolicySection {
     pub critic_obs: ObsSource,
     /// Normalised observations are clamped to ±obs_clip.
     pub obs_clip: f32,
+    /// Past observation frames the actor reads besides the current one (students; 0 = none).
+    #[serde(default)]
+    pub history: usize,
+    /// Filters of the `temporal_conv` kind (ignored by the others).
+    #[serde(default)]
+    pub conv_channels: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,6 +81,7 @@ pub struct RunConfig {
 }
 
 const TASKS: [&str; 3] = ["cartpole", "quadruped_flat", "quadruped_slopes"];
+const ALGORITHMS: [&str; 3] = ["ppo", "sac", "distill"];
 
 impl Validate for RunConfig {
     fn validate(&self) -> Result<(), KeyError> {
@@ -85,10 +92,10 @@ impl Validate for RunConfig {
                 format!("`{}` is not one of {TASKS:?}", r.task),
             ));
         }
-        if !["ppo", "sac"].contains(&r.algorithm.as_str()) {
+        if !ALGORITHMS.contains(&r.algorithm.as_str()) {
             return Err(KeyError::new(
                 "run.algorithm",
-                format!("`{}` is not `ppo` or `sac`", r.algorithm),
+                format!("`{}` is not one of {ALGORITHMS:?}", r.algorithm),
             ));
         }
         check_range("run.num_envs", r.num_envs, 1, 65536)?;
@@ -128,6 +135,13 @@ impl Validate for RunConfig {
         }
         check_range("policy.init_std", p.init_std, 1e-4, 10.0)?;
         check_range("policy.obs_clip", p.obs_clip, 0.1, 1e6)?;
+        check_range("policy.history", p.history, 0, 1000)?;
+        if p.kind == "temporal_conv" && p.conv_channels == 0 {
+            return Err(KeyError::new(
+                "policy.conv_channels",
+                "temporal_conv needs at least one channel",
+            ));
+        }
         Ok(())
     }
 }
@@ -261,20 +275,153 @@ impl Validate for SacFile {
     }
 }
 
+/// `[distill]` (configs/algo/distill.toml): online policy distillation of a teacher into the
+/// policy being trained (the student), and the two ends of that line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistillConfig {
+    /// The teacher's policy file (`policy.safetensors` of a run).
+    pub teacher: String,
+    /// SHA-256 of the teacher file. Empty in a hand-written config: the run fills it in when it
+    /// starts, and a resumed run refuses a teacher file that has changed since.
+    #[serde(default)]
+    pub teacher_sha256: String,
+    /// `opd`: student's PPO loss + alpha * divergence to the teacher; `distill`: the
+    /// divergence alone (DAgger-style, the student acts, the teacher labels); `rl`: PPO alone
+    /// on the student's observation (the divergence is only measured).
+    pub mode: String,
+    /// `kl` (closed-form Gaussian KL) or `mse` (of the action means).
+    pub loss: String,
+    /// `forward` = KL(teacher || student), `reverse` = KL(student || teacher).
+    pub kl_direction: String,
+    /// Weight of the divergence at iteration 0.
+    pub alpha: f64,
+    /// `constant`, `linear` or `cosine` decay from `alpha` to `alpha_final`.
+    pub alpha_schedule: String,
+    pub alpha_final: f64,
+    /// Iterations over which alpha decays (then stays at `alpha_final`).
+    pub alpha_decay_iterations: usize,
+    /// `frozen` (the teacher never changes) or `ema` (self-distillation: the teacher moves
+    /// towards the student by `ema_rate` after an update, only while the condition holds).
+    pub teacher_update: String,
+    pub ema_rate: f64,
+    /// The EMA condition: the student's mean return over its last `ema_window` episodes beats
+    /// the teacher's (measured on the same task before training) by `ema_margin`.
+    pub ema_window: usize,
+    pub ema_margin: f64,
+    /// The student's PPO settings (rollout, minibatches, optimiser; the RL loss).
+    pub ppo: PpoConfig,
+}
+
+pub const DISTILL_MODES: [&str; 3] = ["opd", "distill", "rl"];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistillFile {
+    pub distill: DistillConfig,
+}
+
+impl Validate for DistillFile {
+    fn validate(&self) -> Result<(), KeyError> {
+        let d = &self.distill;
+        let one_of = |key: &str, value: &str, allowed: &[&str]| {
+            if allowed.contains(&value) {
+                Ok(())
+            } else {
+                Err(KeyError::new(
+                    key,
+                    format!("`{value}` is not one of {allowed:?}"),
+                ))
+            }
+        };
+        if d.teacher.is_empty() {
+            return Err(KeyError::new("distill.teacher", "names no teacher file"));
+        }
+        one_of("distill.mode", &d.mode, &DISTILL_MODES)?;
+        one_of("distill.loss", &d.loss, &["kl", "mse"])?;
+        one_of(
+            "distill.kl_direction",
+            &d.kl_direction,
+            &["forward", "reverse"],
+        )?;
+        one_of(
+            "distill.alpha_schedule",
+            &d.alpha_schedule,
+            &["constant", "linear", "cosine"],
+        )?;
+        one_of(
+            "distill.teacher_update",
+            &d.teacher_update,
+            &["frozen", "ema"],
+        )?;
+        for (key, v) in [
+            ("distill.alpha", d.alpha),
+            ("distill.alpha_final", d.alpha_final),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(KeyError::new(
+                    key,
+                    format!("{v} must be a finite number >= 0"),
+                ));
+            }
+        }
+        check_range("distill.alpha", d.alpha, 0.0, 1e6)?;
+        check_range("distill.alpha_final", d.alpha_final, 0.0, 1e6)?;
+        check_range(
+            "distill.alpha_decay_iterations",
+            d.alpha_decay_iterations,
+            1,
+            100_000_000,
+        )?;
+        check_range("distill.ema_rate", d.ema_rate, 0.0, 1.0)?;
+        check_range("distill.ema_window", d.ema_window, 1, 100_000)?;
+        check_range("distill.ema_margin", d.ema_margin, -1e9, 1e9)?;
+        PpoFile { ppo: d.ppo.clone() }
+            .validate()
+            .map_err(|e| KeyError::new(format!("distill.{}", e.key), e.reason))
+    }
+}
+
 /// The whole resolved configuration of a run (saved in every checkpoint and policy file, and
 /// as the run's `config.toml`): everything by content, nothing by path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct TrainConfig {
     /// The run file it came from (for the record; never read again).
     pub source: PathBuf,
     pub run: RunConfig,
-    /// Present when `run.algorithm = "ppo"`.
-    pub ppo: Option<PpoConfig>,
-    /// Present when `run.algorithm = "sac"`.
-    pub sac: Option<SacConfig>,
+    /// The algorithm and its settings (a `[ppo]`, `[sac]` or `[distill]` table).
+    #[serde(flatten)]
+    pub algo: AlgoConfig,
     /// The task's settings (quadruped tasks); cart-pole has none.
     pub task: Option<TaskConfig>,
+}
+
+/// The learning algorithm, tagged by its table name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlgoConfig {
+    Ppo(PpoConfig),
+    Sac(SacConfig),
+    Distill(DistillConfig),
+}
+
+impl AlgoConfig {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Ppo(_) => "ppo",
+            Self::Sac(_) => "sac",
+            Self::Distill(_) => "distill",
+        }
+    }
+
+    /// Environment steps per environment in one iteration.
+    pub fn num_steps_per_env(&self) -> usize {
+        match self {
+            Self::Ppo(p) => p.num_steps_per_env,
+            Self::Sac(s) => s.num_steps_per_env,
+            Self::Distill(d) => d.ppo.num_steps_per_env,
+        }
+    }
 }
 
 /// `run.*` keys a resume may change: they change how the run is carried out, not what it
@@ -303,12 +450,12 @@ impl TrainConfig {
         cfg.run.run.algo_overrides.clear();
         cfg.run.run.task_config = String::new();
         let mut doc = toml::Table::try_from(&cfg.run)?;
-        if let Some(p) = &cfg.ppo {
-            doc.insert("ppo".into(), toml::Value::try_from(p)?);
-        }
-        if let Some(s) = &cfg.sac {
-            doc.insert("sac".into(), toml::Value::try_from(s)?);
-        }
+        let algo = match &cfg.algo {
+            AlgoConfig::Ppo(p) => toml::Value::try_from(p)?,
+            AlgoConfig::Sac(s) => toml::Value::try_from(s)?,
+            AlgoConfig::Distill(d) => toml::Value::try_from(d)?,
+        };
+        doc.insert(cfg.algo.name().into(), algo);
         if let Some(t) = &cfg.task {
             doc.insert("task".into(), toml::Value::try_from(t)?);
         }
@@ -438,11 +585,11 @@ fn route(overrides: &[String]) -> Result<Routed, ConfigError> {
         let o = Override::parse(text)?;
         match o.section.as_str() {
             "run" | "policy" => r.run.push(o.text.clone()),
-            "ppo" | "sac" => r.algo.push(o.text.clone()),
+            "ppo" | "sac" | "distill" => r.algo.push(o.text.clone()),
             "task" => r.task.push(o),
             _ => {
                 return Err(o.not_allowed(format!(
-                    "unknown section `{}`: `clawrl train` takes run.*, policy.*, ppo.*, sac.* (the run's algorithm) and task.* keys",
+                    "unknown section `{}`: `clawrl train` takes run.*, policy.*, ppo.*, sac.*, distill.* (the run's algorithm) and task.* keys",
                     o.section
                 )));
             }
@@ -469,8 +616,10 @@ pub fn load_train_config(
     let text = std::fs::read_to_string(run_file)
         .map_err(|e| key_err(run_file, "", format!("cannot read: {e}")))?;
     let mut table = clawrl_config::parse_table(&text, run_file)?;
-    let inline_ppo = table.remove("ppo");
-    let inline_sac = table.remove("sac");
+    let inline: Vec<(String, toml::Value)> = ALGORITHMS
+        .iter()
+        .filter_map(|a| table.remove(*a).map(|t| (a.to_string(), t)))
+        .collect();
     let inline_task = table.remove("task");
     let run: RunConfig = clawrl_config::from_table(table, run_file, &routed.run)?;
     let algorithm = run.run.algorithm.clone();
@@ -483,39 +632,32 @@ pub fn load_train_config(
             )));
         }
     }
-    let (inline_algo, other) = match algorithm.as_str() {
-        "ppo" => (inline_ppo, inline_sac.map(|_| "sac")),
-        _ => (inline_sac, inline_ppo.map(|_| "ppo")),
-    };
-    if let Some(other) = other {
-        return Err(key_err(
-            run_file,
-            other,
-            format!("an inline [{other}] table in a run that trains with {algorithm}"),
-        ));
-    }
-    let algo_table = algo_table(&run, run_file, inline_algo)?;
-    let (mut ppo, mut sac) = (None, None);
-    match algorithm.as_str() {
-        "ppo" => {
-            ppo = Some(
-                clawrl_config::from_table::<PpoFile>(algo_table.0, &algo_table.1, &routed.algo)?
-                    .ppo,
-            )
+    let mut inline_algo = None;
+    for (name, table) in inline {
+        if name == algorithm {
+            inline_algo = Some(table);
+        } else {
+            return Err(key_err(
+                run_file,
+                &name,
+                format!("an inline [{name}] table in a run that trains with {algorithm}"),
+            ));
         }
+    }
+    let (table, file) = algo_table(&run, run_file, inline_algo)?;
+    let o = &routed.algo;
+    let algo = match algorithm.as_str() {
+        "ppo" => AlgoConfig::Ppo(clawrl_config::from_table::<PpoFile>(table, &file, o)?.ppo),
+        "sac" => AlgoConfig::Sac(clawrl_config::from_table::<SacFile>(table, &file, o)?.sac),
         _ => {
-            sac = Some(
-                clawrl_config::from_table::<SacFile>(algo_table.0, &algo_table.1, &routed.algo)?
-                    .sac,
-            )
+            AlgoConfig::Distill(clawrl_config::from_table::<DistillFile>(table, &file, o)?.distill)
         }
-    }
+    };
     let task = load_task(&run, run_file, inline_task, &routed.task)?;
     Ok(TrainConfig {
         source: run_file.to_path_buf(),
         run,
-        ppo,
-        sac,
+        algo,
         task,
     })
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clawrl_policy::{Policy, Registry};
+use clawrl_robot::History;
 use clawrl_sim::rng::derive_seed;
 use clawrl_sim::{Env, ObsSource};
 
@@ -253,6 +254,9 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
     let mut envs = make_envs(cfg, m)?;
     let obs_layout: ObsSource = policy.config().obs_source;
     let d = envs[0].spec().obs_dim(obs_layout);
+    // Students read a stack of past frames; a slot's stack restarts with each episode.
+    let mut history = History::new(m, d, policy.config().history);
+    let mut fresh = vec![true; m];
     let na = envs[0].spec().action_dim;
     let dt = envs[0].spec().control_dt;
     let mut started = 0usize;
@@ -292,7 +296,9 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
         for (i, env) in envs.iter().enumerate() {
             env.observe(obs_layout, &mut obs[i * d..(i + 1) * d]);
         }
-        let actions = policy.deterministic(&obs)?;
+        history.push(&obs, &fresh);
+        fresh.fill(false);
+        let actions = policy.deterministic(history.as_slice())?;
         let chunk = m.div_ceil(opts.threads.max(1));
         std::thread::scope(|s| {
             for ((envs, res), (acts, st)) in envs
@@ -357,6 +363,7 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
                 });
                 if started < opts.episodes {
                     start_episode(&mut envs[i], started, &mut state[i])?;
+                    fresh[i] = true;
                     started += 1;
                 } else {
                     state[i].active = false;

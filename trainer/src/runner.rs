@@ -21,9 +21,11 @@ use clawrl_sim::{Env, VecEnv};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 
+use crate::algorithms::distill::{Distill, check_pair};
 use crate::algorithms::{Algorithm, Ppo, Sac, TrainHooks};
 use crate::checkpoint;
-use crate::config::TrainConfig;
+use crate::config::{AlgoConfig, TrainConfig};
+use crate::eval::EvalOptions;
 use crate::lock::RunLock;
 use crate::metrics::{Metrics, plot_curves};
 use crate::task::make_envs;
@@ -75,18 +77,86 @@ pub struct Summary {
     pub steps_per_s: f64,
 }
 
+/// The algorithm of a run around its freshly built policy. A distiller loads its teacher here
+/// (checked against the task and the student) and records the teacher file's hash in `cfg`.
+fn build_algorithm(
+    cfg: &mut TrainConfig,
+    spec: &clawrl_sim::EnvSpec,
+    policy: Box<dyn Policy>,
+    rng: &mut Rng,
+) -> Result<Box<dyn Algorithm>> {
+    let p = &cfg.run.policy;
+    let critic_dim = spec.obs_dim(p.critic_obs);
+    let n = cfg.run.run.num_envs;
+    Ok(match &cfg.algo {
+        AlgoConfig::Ppo(c) => Box::new(Ppo::new(c.clone(), policy, p, critic_dim, n, rng)?),
+        AlgoConfig::Sac(c) => Box::new(Sac::new(c.clone(), policy, p, critic_dim, n, rng)?),
+        AlgoConfig::Distill(c) => {
+            let path = crate::config::resolve(&c.teacher, &cfg.source);
+            let digest = file_sha256(&path)
+                .with_context(|| format!("distill.teacher: cannot read {}", path.display()))?;
+            if !c.teacher_sha256.is_empty() && c.teacher_sha256 != digest {
+                anyhow::bail!(
+                    "distill.teacher: {} has changed since this run started (sha256 {digest}, the run recorded {})",
+                    path.display(),
+                    c.teacher_sha256
+                );
+            }
+            let teacher = Registry::default()
+                .load(&path)
+                .with_context(|| format!("distill.teacher: {}", path.display()))?;
+            let frame = spec.obs_dim(teacher.config().obs_source);
+            check_pair(c, teacher.as_ref(), policy.as_ref(), frame)?;
+            let teacher_return = if c.teacher_update == "ema" {
+                let opts = EvalOptions {
+                    episodes: c.ema_window,
+                    gait_seconds: 0.0,
+                    threads: cfg.run.run.env_threads,
+                    ..Default::default()
+                };
+                let r = crate::eval::evaluate(cfg, teacher.as_ref(), &opts)?.mean_return();
+                tracing::info!(
+                    "teacher's mean return over {} episodes: {r:.2} (the EMA bar)",
+                    c.ema_window
+                );
+                Some(r)
+            } else {
+                None
+            };
+            let ppo = Ppo::new(c.ppo.clone(), policy, p, critic_dim, n, rng)?;
+            let alg = Distill::new(c.clone(), ppo, teacher, n, teacher_return)?;
+            if let AlgoConfig::Distill(c) = &mut cfg.algo {
+                c.teacher_sha256 = digest;
+            }
+            Box::new(alg)
+        }
+    })
+}
+
+/// Hex SHA-256 of a file's bytes.
+pub fn file_sha256(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    let bytes = std::fs::read(path)?;
+    Ok(sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
 /// The policy config of a run, from its `[policy]` section and the task's shapes.
 pub fn policy_config(cfg: &TrainConfig, spec: &clawrl_sim::EnvSpec) -> PolicyConfig {
     let p = &cfg.run.policy;
     PolicyConfig {
         kind: p.kind.clone(),
-        obs_dim: spec.obs_dim(p.actor_obs),
+        obs_dim: spec.obs_dim(p.actor_obs) * (p.history + 1),
         action_dim: spec.action_dim,
         obs_source: p.actor_obs,
         hidden: p.actor_hidden.clone(),
         activation: p.activation,
         init_std: p.init_std,
         obs_clip: p.obs_clip,
+        history: p.history,
+        conv_channels: p.conv_channels,
     }
 }
 
@@ -110,26 +180,7 @@ impl Runner {
         let spec = envs[0].spec().clone();
         let pcfg = policy_config(&cfg, &spec);
         let policy = Registry::default().build(&pcfg, &mut rng)?;
-        let critic_dim = spec.obs_dim(cfg.run.policy.critic_obs);
-        let alg: Box<dyn Algorithm> = match (&cfg.ppo, &cfg.sac) {
-            (Some(p), _) => Box::new(Ppo::new(
-                p.clone(),
-                policy,
-                &cfg.run.policy,
-                critic_dim,
-                r.num_envs,
-                &mut rng,
-            )?),
-            (None, Some(s)) => Box::new(Sac::new(
-                s.clone(),
-                policy,
-                &cfg.run.policy,
-                critic_dim,
-                r.num_envs,
-                &mut rng,
-            )?),
-            (None, None) => anyhow::bail!("the config names no algorithm section"),
-        };
+        let alg = build_algorithm(&mut cfg, &spec, policy, &mut rng)?;
         let venv = Self::make_venv(&cfg, envs, 0);
         let terms = venv
             .spec()

@@ -165,10 +165,7 @@ fn a_runs_saved_config_is_a_valid_run_file_with_the_task_by_content() {
         let p = write(&dir, name, &text);
         let back = load_train_config(&p, &[]).unwrap();
         assert_eq!(back.run.policy, cfg.run.policy);
-        assert_eq!(
-            (&back.ppo, &back.sac, &back.task),
-            (&cfg.ppo, &cfg.sac, &cfg.task)
-        );
+        assert_eq!((&back.algo, &back.task), (&cfg.algo, &cfg.task));
         assert_eq!(back.run.run.out_dir, dir.join("run").display().to_string());
         if let Some(t) = &back.task {
             // The override is part of the stored content, not a path to re-read.

@@ -79,6 +79,8 @@ fn section(kind: &str, critic_hidden: Vec<usize>) -> PolicySection {
         actor_obs: ObsSource::Privileged,
         critic_obs: ObsSource::Privileged,
         obs_clip: 10.0,
+        history: 0,
+        conv_channels: 0,
     }
 }
 
@@ -97,6 +99,8 @@ fn policy(p: &PolicySection, rng: &mut Rng) -> Box<dyn Policy> {
                 activation: p.activation,
                 init_std: p.init_std,
                 obs_clip: p.obs_clip,
+                history: 0,
+                conv_channels: 0,
             },
             rng,
         )
@@ -128,6 +132,7 @@ fn batch(
         final_privileged: final_obs,
         final_onboard: Vec::new(),
         finished: vec![None; n],
+        new_episode: vec![false; n],
     }
 }
 

@@ -1,5 +1,8 @@
 //! Learning algorithms behind one trait, so the runner does not care which one it drives
-//! (rsl_rl's verbs: act, process_env_step, compute_returns, update, save, load).
+//! (rsl_rl's verbs: act, process_env_step, compute_returns, update, save, load): PPO, SAC and
+//! the distiller (PPO's loop plus a teacher), sharing the actor-critic pieces of [`model`].
+pub mod distill;
+pub mod model;
 pub mod ppo;
 pub mod sac;
 
@@ -10,6 +13,7 @@ use candle_core::Tensor;
 use clawrl_policy::{GaussianOut, Policy, Rng};
 use clawrl_sim::Batch;
 
+pub use distill::Distill;
 pub use ppo::Ppo;
 pub use sac::Sac;
 
@@ -24,6 +28,9 @@ pub struct LossContext<'a> {
     pub actor_obs: &'a Tensor,
     /// The policy's current distribution on them (with graph).
     pub dist: &'a GaussianOut,
+    /// Which collected samples the minibatch holds (indices into the rollout, `step * num_envs
+    /// + env`; SAC: into the replay buffer), so a hook can pair them with its own records.
+    pub rows: &'a [usize],
 }
 
 /// Extension points of a training iteration: the distiller adds its loss in `extra_loss` and

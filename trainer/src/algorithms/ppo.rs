@@ -11,23 +11,22 @@ use clawrl_policy::{Mlp, Normalizer, ObsSource, Policy, Rng};
 use clawrl_sim::Batch;
 use rand::RngExt;
 
+use super::model::{ActorInput, Critic, load_policy, save_policy};
 use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, normal_noise};
 use crate::config::{PolicySection, PpoConfig};
-use crate::optim::{Adam, clip_grad_norm, load_params, param_tensors};
+use crate::optim::{Adam, clip_grad_norm};
 use crate::storage::{RolloutStorage, gather, rollout::normalize};
-
-/// The value network with its own observation normaliser.
-pub struct Critic {
-    pub net: Mlp,
-    pub normalizer: Normalizer,
-    pub source: ObsSource,
-}
 
 pub struct Ppo {
     cfg: PpoConfig,
     policy: Box<dyn Policy>,
+    input: ActorInput,
+    /// One value network.
     critic: Critic,
     storage: RolloutStorage,
+    /// Weight of the RL terms (surrogate and entropy) in the actor loss: 1 for PPO, 0 for pure
+    /// distillation, where only the hook's loss trains the actor.
+    rl_coef: f64,
     opt: Adam,
     num_envs: usize,
     actions: Vec<f32>,
@@ -50,7 +49,7 @@ impl Ppo {
         dims.extend(&pcfg.critic_hidden);
         dims.push(1);
         let critic = Critic {
-            net: Mlp::new("critic", &dims, pcfg.activation, 1.0, rng)?,
+            nets: vec![Mlp::new("critic", &dims, pcfg.activation, 1.0, rng)?],
             normalizer: Normalizer::new(critic_dim, pcfg.obs_clip),
             source: pcfg.critic_obs,
         };
@@ -63,12 +62,14 @@ impl Ppo {
             pc.action_dim,
         );
         let mut params = policy.params();
-        params.extend(critic.net.params());
+        params.extend(critic.nets[0].params());
         let opt = Adam::new(params, cfg.learning_rate);
         Ok(Self {
             cfg,
+            input: ActorInput::new(policy.as_ref(), num_envs),
             policy,
             critic,
+            rl_coef: 1.0,
             storage,
             opt,
             num_envs,
@@ -76,6 +77,11 @@ impl Ppo {
             scratch_a: Vec::new(),
             scratch_c: Vec::new(),
         })
+    }
+
+    /// Scales the RL terms of the actor loss (0 turns PPO into pure distillation by its hook).
+    pub fn set_rl_coef(&mut self, c: f64) {
+        self.rl_coef = c;
     }
 
     pub fn learning_rate(&self) -> f64 {
@@ -89,12 +95,9 @@ impl Ppo {
     }
 
     /// Critic values of raw observations (normalised here), detached.
-    fn values_of(&self, raw: &[f32], n: usize) -> Result<Vec<f32>> {
-        let d = self.critic.normalizer.dim();
-        let x = Tensor::from_vec(self.critic.normalizer.normalize(raw), (n, d), &DEV)?;
-        Ok(self
-            .critic
-            .net
+    fn values_of(&self, raw: &[f32]) -> Result<Vec<f32>> {
+        let x = self.critic.input(raw)?;
+        Ok(self.critic.nets[0]
             .forward_detached(&x)?
             .flatten_all()?
             .to_vec1()?)
@@ -159,7 +162,7 @@ impl Algorithm for Ppo {
             self.storage.critic_dim,
             self.storage.action_dim,
         );
-        let raw_a = obs.obs(self.policy.config().obs_source);
+        let raw_a = self.input.observe(obs);
         let raw_c = obs.obs(self.critic.source);
         self.policy.normalizer_mut().update(raw_a);
         self.critic.normalizer.update(raw_c);
@@ -175,9 +178,7 @@ impl Algorithm for Ppo {
         let dist = self.policy.distribution_detached(&xa)?;
         let mean: Vec<f32> = dist.mean.flatten_all()?.to_vec1()?;
         let log_std: Vec<f32> = dist.log_std.flatten_all()?.to_vec1()?;
-        let values: Vec<f32> = self
-            .critic
-            .net
+        let values: Vec<f32> = self.critic.nets[0]
             .forward_detached(&xc)?
             .flatten_all()?
             .to_vec1()?;
@@ -223,7 +224,7 @@ impl Algorithm for Ppo {
             };
             let mut rows = Vec::new();
             gather(finals, dc, &timeouts, &mut rows);
-            let v = self.values_of(&rows, timeouts.len())?;
+            let v = self.values_of(&rows)?;
             for (k, &e) in timeouts.iter().enumerate() {
                 boot[e] = gamma * v[k];
             }
@@ -237,7 +238,7 @@ impl Algorithm for Ppo {
     }
 
     fn compute_returns(&mut self, batch: &Batch) -> Result<()> {
-        let last = self.values_of(batch.obs(self.critic.source), self.num_envs)?;
+        let last = self.values_of(batch.obs(self.critic.source))?;
         self.storage
             .compute_returns(&last, self.cfg.gamma, self.cfg.lam);
         if !self.cfg.normalize_advantage_per_mini_batch {
@@ -318,20 +319,21 @@ impl Algorithm for Ppo {
                 let ratio = (logp - old_logp)?.exp()?;
                 let policy_loss = clipped_surrogate_loss(&ratio, &adv, c.clip_param)?;
 
-                let values = self.critic.net.forward(&obs_c)?.squeeze(1)?;
+                let values = self.critic.nets[0].forward(&obs_c)?.squeeze(1)?;
                 let value_loss = if c.use_clipped_value_loss {
                     clipped_value_loss(&values, &old_values, &returns, c.clip_param)?
                 } else {
                     (&values - &returns)?.sqr()?.mean_all()?
                 };
                 let entropy = self.policy.entropy(&dist)?.mean_all()?;
-                let mut loss = ((&policy_loss + (&value_loss * c.value_loss_coef)?)?
-                    - (&entropy * c.entropy_coef)?)?;
+                let rl = ((&policy_loss - (&entropy * c.entropy_coef)?)? * self.rl_coef)?;
+                let mut loss = (rl + (&value_loss * c.value_loss_coef)?)?;
                 let ctx = LossContext {
                     iteration,
                     policy: self.policy.as_ref(),
                     actor_obs: &obs_a,
                     dist: &dist,
+                    rows: idx,
                 };
                 if let Some(extra) = hooks.extra_loss(&ctx)? {
                     loss = (loss + extra)?;
@@ -392,27 +394,15 @@ impl Algorithm for Ppo {
     }
 
     fn save(&self) -> Result<Vec<(String, Tensor)>> {
-        let mut t = param_tensors(&self.policy.params());
-        t.extend(
-            self.policy
-                .normalizer()
-                .to_tensors(clawrl_policy::registry::NORMALIZER)?,
-        );
-        t.extend(param_tensors(&self.critic.net.params()));
-        t.extend(self.critic.normalizer.to_tensors("critic_normalizer")?);
+        let mut t = save_policy(self.policy.as_ref(), "")?;
+        t.extend(self.critic.save("")?);
         t.extend(self.opt.state_tensors("ppo.adam")?);
         Ok(t)
     }
 
     fn load(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
-        load_params(&self.policy.params(), t)?;
-        self.policy
-            .normalizer_mut()
-            .load_tensors(clawrl_policy::registry::NORMALIZER, &|k| t.get(k).cloned())?;
-        load_params(&self.critic.net.params(), t)?;
-        self.critic
-            .normalizer
-            .load_tensors("critic_normalizer", &|k| t.get(k).cloned())?;
+        load_policy(self.policy.as_mut(), "", t)?;
+        self.critic.load("", t)?;
         self.opt.load_state("ppo.adam", t)?;
         Ok(())
     }

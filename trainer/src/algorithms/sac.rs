@@ -5,13 +5,14 @@ use std::collections::HashMap;
 use anyhow::Result;
 use candle_core::{Device, Tensor, Var};
 use clawrl_policy::distribution;
-use clawrl_policy::{Mlp, Normalizer, ObsSource, Policy, Rng};
+use clawrl_policy::{Mlp, Normalizer, Policy, Rng};
 use clawrl_sim::Batch;
 use rand::RngExt;
 
+use super::model::{Critic, load_policy, save_policy};
 use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, normal_noise};
 use crate::config::{PolicySection, SacConfig};
-use crate::optim::{Adam, clip_grad_norm, load_params, param_tensors};
+use crate::optim::{Adam, clip_grad_norm, load_params};
 use crate::storage::replay::Transition;
 use crate::storage::{ReplayBuffer, gather};
 
@@ -20,10 +21,8 @@ const DEV: Device = Device::Cpu;
 pub struct Sac {
     cfg: SacConfig,
     policy: Box<dyn Policy>,
-    q: [Mlp; 2],
-    q_target: [Mlp; 2],
-    critic_norm: Normalizer,
-    critic_source: ObsSource,
+    /// Twin Q networks then their targets: `q1, q2, q1_target, q2_target`.
+    critic: Critic,
     buffer: ReplayBuffer,
     actor_opt: Adam,
     critic_opt: Adam,
@@ -50,18 +49,26 @@ impl Sac {
             "SAC needs a squashed policy kind (`squashed_gaussian_mlp`), got `{}`",
             policy.config().kind
         );
+        anyhow::ensure!(
+            policy.config().history == 0,
+            "SAC's replay buffer stores single observations: policy.history must be 0"
+        );
         let pc = policy.config().clone();
         let mut dims = vec![critic_dim + pc.action_dim];
         dims.extend(&pcfg.critic_hidden);
         dims.push(1);
         let mk = |name: &str, rng: &mut Rng| Mlp::new(name, &dims, pcfg.activation, 1.0, rng);
-        let q = [mk("q1", rng)?, mk("q2", rng)?];
-        let q_target = [mk("q1_target", rng)?, mk("q2_target", rng)?];
+        let nets = vec![
+            mk("q1", rng)?,
+            mk("q2", rng)?,
+            mk("q1_target", rng)?,
+            mk("q2_target", rng)?,
+        ];
         for i in 0..2 {
-            clawrl_policy::mlp::copy_params(&q_target[i].params(), &q[i].params())?;
+            clawrl_policy::mlp::copy_params(&nets[2 + i].params(), &nets[i].params())?;
         }
-        let mut critic_params = q[0].params();
-        critic_params.extend(q[1].params());
+        let mut critic_params = nets[0].params();
+        critic_params.extend(nets[1].params());
         let log_alpha =
             Var::from_tensor(&Tensor::from_slice(&[cfg.init_alpha.ln() as f32], 1, &DEV)?)?;
         Ok(Self {
@@ -74,10 +81,11 @@ impl Sac {
             ),
             log_alpha,
             target_entropy: -cfg.target_entropy_scale * pc.action_dim as f64,
-            critic_norm: Normalizer::new(critic_dim, pcfg.obs_clip),
-            critic_source: pcfg.critic_obs,
-            q,
-            q_target,
+            critic: Critic {
+                nets,
+                normalizer: Normalizer::new(critic_dim, pcfg.obs_clip),
+                source: pcfg.critic_obs,
+            },
             policy,
             num_envs,
             actions: vec![0.0; num_envs * pc.action_dim],
@@ -109,7 +117,7 @@ impl Sac {
         Ok((a, logp))
     }
 
-    fn q_min(&self, nets: &[Mlp; 2], obs_c: &Tensor, a: &Tensor, detached: bool) -> Result<Tensor> {
+    fn q_min(&self, nets: &[Mlp], obs_c: &Tensor, a: &Tensor, detached: bool) -> Result<Tensor> {
         let x = Tensor::cat(&[obs_c, a], 1)?;
         let (q1, q2) = if detached {
             (nets[0].forward_detached(&x)?, nets[1].forward_detached(&x)?)
@@ -152,9 +160,9 @@ impl Algorithm for Sac {
     fn act(&mut self, obs: &Batch, rng: &mut Rng) -> Result<&[f32]> {
         let n = self.num_envs;
         let raw_a = obs.obs(self.policy.config().obs_source);
-        let raw_c = obs.obs(self.critic_source);
+        let raw_c = obs.obs(self.critic.source);
         self.policy.normalizer_mut().update(raw_a);
-        self.critic_norm.update(raw_c);
+        self.critic.normalizer.update(raw_c);
         self.prev_a.clear();
         self.prev_a.extend_from_slice(raw_a);
         self.prev_c.clear();
@@ -181,7 +189,7 @@ impl Algorithm for Sac {
             self.buffer.action_dim,
         );
         let la = self.policy.config().obs_source;
-        let lc = self.critic_source;
+        let lc = self.critic.source;
         let final_of = |l| match l {
             clawrl_sim::ObsSource::Onboard => &batch.final_onboard,
             clawrl_sim::ObsSource::Privileged => &batch.final_privileged,
@@ -246,22 +254,25 @@ impl Algorithm for Sac {
                 gather(&rb.terminals, 1, &idx, &mut buf[6]);
                 let pn = self.policy.normalizer();
                 let xa = Tensor::from_vec(pn.normalize(&buf[0]), (b, da), &DEV)?;
-                let xc = Tensor::from_vec(self.critic_norm.normalize(&buf[1]), (b, dc), &DEV)?;
+                let xc =
+                    Tensor::from_vec(self.critic.normalizer.normalize(&buf[1]), (b, dc), &DEV)?;
                 let act = Tensor::from_slice(&buf[2], (b, na), &DEV)?;
                 let rew = Tensor::from_slice(&buf[3], b, &DEV)?;
                 let nxa = Tensor::from_vec(pn.normalize(&buf[4]), (b, da), &DEV)?;
-                let nxc = Tensor::from_vec(self.critic_norm.normalize(&buf[5]), (b, dc), &DEV)?;
+                let nxc =
+                    Tensor::from_vec(self.critic.normalizer.normalize(&buf[5]), (b, dc), &DEV)?;
                 let not_done = (Tensor::from_slice(&buf[6], b, &DEV)?.neg()? + 1.0)?;
                 let alpha = self.alpha()?;
 
                 // Critic: y = r + γ (1 − d) (min Q'(s', a') − α log π(a'|s')), a' ~ π(s').
                 let nd = self.policy.distribution_detached(&nxa)?;
                 let (na_t, nlogp) = self.squashed_sample(&nd, normal_noise(rng, b * na))?;
-                let q_next = (self.q_min(&self.q_target, &nxc, &na_t, true)? - (nlogp * alpha)?)?;
+                let q_next =
+                    (self.q_min(&self.critic.nets[2..4], &nxc, &na_t, true)? - (nlogp * alpha)?)?;
                 let y = (rew + ((not_done * q_next)? * c.gamma)?)?.detach();
                 let x = Tensor::cat(&[&xc, &act], 1)?;
-                let q1 = self.q[0].forward(&x)?.squeeze(1)?;
-                let q2 = self.q[1].forward(&x)?.squeeze(1)?;
+                let q1 = self.critic.nets[0].forward(&x)?.squeeze(1)?;
+                let q2 = self.critic.nets[1].forward(&x)?.squeeze(1)?;
                 let q_loss = ((&q1 - &y)?.sqr()?.mean_all()? + (&q2 - &y)?.sqr()?.mean_all()?)?;
                 let qv = f64::from(q_loss.to_scalar::<f32>()?);
                 check_finite("SAC critic loss", qv, iteration)?;
@@ -272,13 +283,14 @@ impl Algorithm for Sac {
                 // Actor: minimise α log π(a|s) − min Q(s, a), a reparameterised.
                 let dist = self.policy.distribution(&xa)?;
                 let (a, logp) = self.squashed_sample(&dist, normal_noise(rng, b * na))?;
-                let q_pi = self.q_min(&self.q, &xc, &a, false)?;
+                let q_pi = self.q_min(&self.critic.nets[..2], &xc, &a, false)?;
                 let mut actor_loss = ((&logp * alpha)? - q_pi)?.mean_all()?;
                 let ctx = LossContext {
                     iteration,
                     policy: self.policy.as_ref(),
                     actor_obs: &xa,
                     dist: &dist,
+                    rows: &idx,
                 };
                 if let Some(extra) = hooks.extra_loss(&ctx)? {
                     actor_loss = (actor_loss + extra)?;
@@ -296,8 +308,9 @@ impl Algorithm for Sac {
                         .step_with(&[Some(vec![-(mean_logp + self.target_entropy) as f32])])?;
                 }
                 // Polyak averaging of the targets.
+                let nets = &self.critic.nets;
                 for i in 0..2 {
-                    soft_update(&self.q_target[i].params(), &self.q[i].params(), c.tau)?;
+                    soft_update(&nets[2 + i].params(), &nets[i].params(), c.tau)?;
                 }
                 sq += qv;
                 sa += av;
@@ -320,16 +333,8 @@ impl Algorithm for Sac {
     }
 
     fn save(&self) -> Result<Vec<(String, Tensor)>> {
-        let mut t = param_tensors(&self.policy.params());
-        t.extend(
-            self.policy
-                .normalizer()
-                .to_tensors(clawrl_policy::registry::NORMALIZER)?,
-        );
-        for net in self.q.iter().chain(&self.q_target) {
-            t.extend(param_tensors(&net.params()));
-        }
-        t.extend(self.critic_norm.to_tensors("critic_normalizer")?);
+        let mut t = save_policy(self.policy.as_ref(), "")?;
+        t.extend(self.critic.save("")?);
         t.push(("log_alpha".into(), self.log_alpha.as_tensor().clone()));
         t.extend(self.actor_opt.state_tensors("sac.actor_adam")?);
         t.extend(self.critic_opt.state_tensors("sac.critic_adam")?);
@@ -339,15 +344,8 @@ impl Algorithm for Sac {
     }
 
     fn load(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
-        load_params(&self.policy.params(), t)?;
-        self.policy
-            .normalizer_mut()
-            .load_tensors(clawrl_policy::registry::NORMALIZER, &|k| t.get(k).cloned())?;
-        for net in self.q.iter().chain(&self.q_target) {
-            load_params(&net.params(), t)?;
-        }
-        self.critic_norm
-            .load_tensors("critic_normalizer", &|k| t.get(k).cloned())?;
+        load_policy(self.policy.as_mut(), "", t)?;
+        self.critic.load("", t)?;
         load_params(&[("log_alpha".into(), self.log_alpha.clone())], t)?;
         self.actor_opt.load_state("sac.actor_adam", t)?;
         self.critic_opt.load_state("sac.critic_adam", t)?;
