@@ -11,7 +11,7 @@ mod cmd;
     name = "clawrl",
     version,
     about = "clawrl desktop trainer for the claw-foot quadruped",
-    after_help = "Every --set takes SECTION.KEY=VALUE (sections: run, policy, ppo, sac, task; \
+    after_help = "Every --set takes SECTION.KEY=VALUE (sections: run, policy, ppo, sac, distill, task; \
                   which ones apply is said by each subcommand). Logs go to stderr; RUST_LOG sets \
                   the level, NO_COLOR turns colour off."
 )]
@@ -23,7 +23,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Train(cmd::train::Args),
+    Distill(cmd::distill::Args),
     Eval(cmd::eval::Args),
+    Compare(cmd::compare::Args),
+    Export(cmd::export::Args),
+    Verify(cmd::verify::Args),
+    Keygen(cmd::keygen::Args),
     Plot(cmd::plot::Args),
     Simulate(cmd::simulate::Args),
     Bench(cmd::bench::Args),
@@ -34,7 +39,12 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Train(a) => cmd::train::run(a),
+        Command::Distill(a) => cmd::distill::run(a),
         Command::Eval(a) => cmd::eval::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
+        Command::Export(a) => cmd::export::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
+        Command::Keygen(a) => cmd::keygen::run(a),
         Command::Plot(a) => cmd::plot::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Bench(a) => cmd::bench::run(a),

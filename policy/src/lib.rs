@@ -7,7 +7,9 @@
 //! - [`policy`]: the [`Policy`] trait and the Gaussian-MLP policies.
 //! - [`temporal`]: the `temporal_conv` student (1-D convolution over its history).
 //! - [`registry`]: policy kind name -> constructor; save/load of a policy to one safetensors file.
+//! - [`bundle`]: a policy to and from the network part of a policy bundle.
 //! - [`io`]: safetensors read/write with string metadata.
+pub mod bundle;
 pub mod distribution;
 pub mod fault;
 pub mod io;

@@ -16,7 +16,8 @@ pub struct Normalizer {
     pub training: bool,
 }
 
-const EPS: f64 = 1e-8;
+/// Added to the variance before the square root (recorded in a policy bundle).
+pub const EPS: f64 = 1e-8;
 
 impl Normalizer {
     pub fn new(dim: usize, clip: f32) -> Self {

@@ -28,8 +28,21 @@ pub struct Source {
 }
 
 /// Loads what `clawrl eval` is pointed at: a run folder (its newest good checkpoint, else its
-/// `policy.safetensors`), one checkpoint, or a policy file.
+/// `policy.safetensors`), one checkpoint, a policy file, or a policy bundle (`*.clawrl`).
 pub fn load_source(path: &Path) -> Result<Source> {
+    if path
+        .extension()
+        .is_some_and(|e| e == crate::export::EXTENSION)
+    {
+        let (_, policy, config) =
+            crate::export::load_bundle(path, &clawrl_bundle::Trust::default())?;
+        return Ok(Source {
+            file: path.to_path_buf(),
+            run_dir: None,
+            policy,
+            config,
+        });
+    }
     let (file, run_dir, tensors, meta) = if path.is_dir() {
         let run_dir = Some(path.to_path_buf());
         if checkpoint::list(path).is_empty() {

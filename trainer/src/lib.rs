@@ -1,11 +1,15 @@
-//! clawrl desktop trainer: PPO and SAC teachers in candle behind one [`algorithms::Algorithm`]
-//! trait, experience storage, the training loop ([`runner`]), atomic checkpoints with exact
-//! resume, metrics (CSV + PNG curves) and evaluation.
+//! clawrl desktop trainer: PPO and SAC teachers and the distiller (online policy distillation
+//! into an onboard student) in candle behind one [`algorithms::Algorithm`] trait, experience
+//! storage, the training loop ([`runner`]), atomic checkpoints with exact resume, metrics (CSV
+//! + PNG curves), evaluation, teacher/student comparison ([`compare`]) and the export of a
+//! student as a policy bundle ([`export`]).
 pub mod algorithms;
 pub mod bench;
 pub mod checkpoint;
+pub mod compare;
 pub mod config;
 pub mod eval;
+pub mod export;
 pub mod lock;
 pub mod metrics;
 pub mod optim;

@@ -1,6 +1,11 @@
 //! One module per subcommand: its arguments (clap) and a `run` that calls the libraries.
 pub mod bench;
+pub mod compare;
+pub mod distill;
 pub mod eval;
+pub mod export;
+pub mod keygen;
 pub mod plot;
 pub mod simulate;
 pub mod train;
+pub mod verify;

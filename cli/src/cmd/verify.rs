@@ -1,0 +1,86 @@
+//! `clawrl verify`: check a policy bundle (integrity, format, manifest, signature, robot) and
+//! print what it holds.
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clawrl_bundle::Trust;
+
+/// Check a policy bundle as the robot will, and print its manifest.
+#[derive(clap::Args)]
+pub struct Args {
+    bundle: PathBuf,
+    /// A trusted public key (from `clawrl keygen`); repeatable. A signature by any other key is
+    /// refused.
+    #[arg(long, value_name = "KEY.pub")]
+    trust: Vec<PathBuf>,
+    /// Refuse an unsigned bundle.
+    #[arg(long)]
+    require_signature: bool,
+    /// Also check that the bundle was trained on this MJCF file.
+    #[arg(long, value_name = "MJCF")]
+    model: Option<PathBuf>,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let keys = a
+        .trust
+        .iter()
+        .map(clawrl_bundle::load_public_key)
+        .collect::<Result<Vec<_>, _>>()?;
+    let trust = Trust {
+        keys,
+        require_signature: a.require_signature,
+    };
+    let b = clawrl_bundle::read(&a.bundle, &trust)?;
+    let m = &b.manifest;
+    if let Some(model) = &a.model {
+        let hash = clawrl_bundle::mjcf_sha256(model)?;
+        b.check_robot(&m.robot.model, &hash)?;
+    }
+    // The policy rebuilds from the manifest alone.
+    clawrl_policy::bundle::from_bundle(&clawrl_policy::Registry::default(), &b)?;
+    println!("{}: ok (sha256 {})", a.bundle.display(), b.sha256_hex());
+    println!(
+        "  signature: {}",
+        match &b.signer {
+            Some(k) => format!(
+                "Ed25519 by {}",
+                k.as_bytes()
+                    .iter()
+                    .map(|x| format!("{x:02x}"))
+                    .collect::<String>()
+            ),
+            None => "none".into(),
+        }
+    );
+    println!(
+        "  robot {} (MJCF sha256 {}), control {} Hz",
+        m.robot.model, m.robot.mjcf_sha256, m.control_rate_hz
+    );
+    println!(
+        "  observation: {:?}, {} values x {} frames, clip {}",
+        m.observation.source,
+        m.observation.layout.dim(),
+        m.observation.history + 1,
+        m.observation.normalizer.clip
+    );
+    println!(
+        "  network: {} ({} parameters); actions: {}",
+        m.network.kind,
+        m.network.parameters,
+        m.action.names.join(", ")
+    );
+    let p = &m.provenance;
+    println!(
+        "  provenance: seed {}, source {}, clawrl {}, teacher sha256 {}",
+        p.seed,
+        p.source_revision,
+        p.clawrl_version,
+        if p.teacher_sha256.is_empty() {
+            "-"
+        } else {
+            &p.teacher_sha256
+        }
+    );
+    Ok(())
+}

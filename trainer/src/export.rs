@@ -1,0 +1,166 @@
+//! `clawrl export`: a trained student as a policy bundle (`clawrl-bundle`), the one artefact
+//! that leaves the desktop. The manifest carries what the runtime needs to rebuild the
+//! student's exact observation and actions (layout, history, normaliser, action map, control
+//! rate) and the provenance of the weights (the resolved training configuration by content,
+//! seed, source revision, teacher hash, evaluation figures).
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clawrl_bundle::{
+    ActionSpec, Bundle, Evaluation, FORMAT_VERSION, Manifest, ObservationSpec, Provenance,
+    RobotInfo, SigningKey, Trust,
+};
+use clawrl_policy::{ObsSource, Policy, Registry};
+
+use crate::config::{AlgoConfig, TrainConfig};
+use crate::eval::{EvalOptions, Source, evaluate, load_source};
+
+/// File extension of a policy bundle.
+pub const EXTENSION: &str = "clawrl";
+
+#[derive(Default)]
+pub struct ExportOptions {
+    /// Evaluation episodes recorded in the provenance (0: none).
+    pub episodes: usize,
+    pub threads: usize,
+    pub signing_key: Option<SigningKey>,
+}
+
+pub struct Exported {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub manifest: Manifest,
+}
+
+/// Exports the policy of `source` (a run folder, a checkpoint or a policy file) to `out`.
+pub fn export(source: &Path, out: &Path, opts: &ExportOptions) -> Result<Exported> {
+    let src = load_source(source)?;
+    let policy = src.policy.as_ref();
+    anyhow::ensure!(
+        policy.config().obs_source == ObsSource::Onboard,
+        "{} reads the `privileged` observation, which exists only in simulation: only a policy \
+         on the `onboard` observation can run on the robot (distil one with `clawrl distill`)",
+        src.file.display()
+    );
+    let evaluation = if opts.episodes > 0 {
+        Some(evaluation_of(&src, opts)?)
+    } else {
+        None
+    };
+    let manifest = manifest(&src.config, policy, evaluation)?;
+    let parts = clawrl_policy::bundle::to_bundle_parts(policy)?;
+    let digest = clawrl_bundle::write(out, &manifest, &parts.tensors, opts.signing_key.as_ref())?;
+    Ok(Exported {
+        path: out.to_path_buf(),
+        sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
+        manifest,
+    })
+}
+
+/// The manifest of `policy`, trained under `cfg`.
+pub fn manifest(
+    cfg: &TrainConfig,
+    policy: &dyn Policy,
+    evaluation: Option<Evaluation>,
+) -> Result<Manifest> {
+    let spec = crate::task::spec(cfg)?;
+    let parts = clawrl_policy::bundle::to_bundle_parts(policy)?;
+    let mjcf = clawrl_bundle::mjcf_sha256(&spec.model_file)
+        .with_context(|| format!("hashing the model {}", spec.model_file.display()))?;
+    let teacher_sha256 = match &cfg.algo {
+        AlgoConfig::Distill(d) => d.teacher_sha256.clone(),
+        _ => String::new(),
+    };
+    Ok(Manifest {
+        format_version: FORMAT_VERSION,
+        robot: RobotInfo {
+            model: spec.onboard_layout.robot.clone(),
+            mjcf_sha256: mjcf,
+        },
+        observation: ObservationSpec {
+            source: policy.config().obs_source,
+            layout: spec.onboard_layout.clone(),
+            history: policy.config().history,
+            normalizer: parts.normalizer,
+        },
+        action: ActionSpec {
+            names: spec.action_names.clone(),
+            map: spec.action_map.clone(),
+        },
+        control_rate_hz: 1.0 / spec.control_dt,
+        network: parts.network,
+        provenance: Provenance {
+            train_config: toml::to_string(cfg)?,
+            seed: cfg.run.run.seed,
+            source_revision: source_revision(),
+            teacher_sha256,
+            clawrl_version: env!("CARGO_PKG_VERSION").into(),
+            created_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            evaluation,
+        },
+    })
+}
+
+/// Student (and, for a distilled one, teacher) figures over `opts.episodes` episodes.
+fn evaluation_of(src: &Source, opts: &ExportOptions) -> Result<Evaluation> {
+    let eo = EvalOptions {
+        episodes: opts.episodes,
+        threads: opts.threads.max(1),
+        gait_seconds: 0.0,
+        ..Default::default()
+    };
+    let student = evaluate(&src.config, src.policy.as_ref(), &eo)?;
+    let teacher = match &src.config.algo {
+        AlgoConfig::Distill(d) => {
+            let path = crate::config::resolve(&d.teacher, &src.config.source);
+            match Registry::default().load(&path) {
+                Ok(t) => Some(evaluate(&src.config, t.as_ref(), &eo)?),
+                Err(e) => {
+                    tracing::warn!("teacher not evaluated: {e}");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    Ok(Evaluation {
+        episodes: opts.episodes,
+        mean_return: student.mean_return(),
+        fall_rate: student.fall_rate(),
+        teacher_mean_return: teacher.as_ref().map(|t| t.mean_return()),
+        teacher_fall_rate: teacher.as_ref().map(|t| t.fall_rate()),
+    })
+}
+
+/// The repository's commit, with `-dirty` when it has local changes; `unknown` without git.
+fn source_revision() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(clawrl_sim::repo_root())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "HEAD"]) {
+        Some(rev) => match git(&["status", "--porcelain", "--untracked-files=no"]) {
+            Some(s) if !s.is_empty() => format!("{rev}-dirty"),
+            _ => rev,
+        },
+        None => "unknown".into(),
+    }
+}
+
+/// Reads a bundle (checked against `trust`) and rebuilds its policy and its training
+/// configuration.
+pub fn load_bundle(path: &Path, trust: &Trust) -> Result<(Bundle, Box<dyn Policy>, TrainConfig)> {
+    let bundle = clawrl_bundle::read(path, trust)?;
+    let policy = clawrl_policy::bundle::from_bundle(&Registry::default(), &bundle)?;
+    let cfg: TrainConfig = toml::from_str(&bundle.manifest.provenance.train_config)
+        .with_context(|| format!("bundle {}: provenance.train_config", path.display()))?;
+    Ok((bundle, policy, cfg))
+}
