@@ -224,3 +224,26 @@ pub fn run(cfg: &TrainConfig, iterations: usize, repeats: usize) -> Result<Strin
     );
     Ok(out)
 }
+
+/// Inference cost of one policy on the robot's batch of one: median seconds per deterministic
+/// action (normalise, forward, read back) over `reps` calls, and the parameter count.
+pub fn inference_time(policy: &dyn clawrl_policy::Policy, reps: usize) -> Result<(f64, usize)> {
+    let d = policy.config().obs_dim;
+    let obs: Vec<f32> = (0..d).map(|i| (i as f32 * 0.37).sin()).collect();
+    for _ in 0..reps.min(100) {
+        policy.deterministic(&obs)?;
+    }
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        std::hint::black_box(policy.deterministic(std::hint::black_box(&obs))?);
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    let params = policy
+        .params()
+        .iter()
+        .map(|(_, v)| v.as_tensor().elem_count())
+        .sum();
+    Ok((times[times.len() / 2], params))
+}

@@ -155,6 +155,56 @@ fn source_revision() -> String {
     }
 }
 
+/// The policy as a plain normaliser + MLP for the ONNX writer (`clawrl-onnx`): the MLP kinds
+/// (`gaussian_mlp`, `gaussian_mlp_state_std`, `squashed_gaussian_mlp`); the output is the
+/// deterministic action (the mean, `tanh`-squashed for SAC's kind).
+pub fn onnx_policy(policy: &dyn Policy) -> Result<clawrl_onnx::MlpPolicy> {
+    let c = policy.config();
+    anyhow::ensure!(
+        [
+            "gaussian_mlp",
+            "gaussian_mlp_state_std",
+            "squashed_gaussian_mlp"
+        ]
+        .contains(&c.kind.as_str()),
+        "ONNX export covers the MLP kinds; `{}` is not one (its bundle runs in clawrl's runtime)",
+        c.kind
+    );
+    let params: std::collections::HashMap<String, candle_core::Tensor> = policy
+        .params()
+        .into_iter()
+        .map(|(n, v)| (n, v.as_tensor().clone()))
+        .collect();
+    let mut layers = Vec::new();
+    while let Some(w) = params.get(&format!("actor.{}.weight", layers.len())) {
+        let b = &params[&format!("actor.{}.bias", layers.len())];
+        // candle stores [in, out]; ONNX's Gemm with transB reads [out, in].
+        let (inputs, outputs) = w.dims2()?;
+        layers.push(clawrl_onnx::Dense {
+            weight: w.t()?.contiguous()?.flatten_all()?.to_vec1()?,
+            bias: b.to_vec1()?,
+            inputs,
+            outputs,
+        });
+    }
+    let n = policy.normalizer();
+    Ok(clawrl_onnx::MlpPolicy {
+        obs_dim: c.obs_dim,
+        mean: n.mean.clone(),
+        var: n.var.clone(),
+        epsilon: clawrl_policy::normalizer::EPS,
+        clip: n.clip,
+        layers,
+        activation: match c.activation {
+            clawrl_policy::Activation::Elu => clawrl_onnx::Activation::Elu,
+            clawrl_policy::Activation::Relu => clawrl_onnx::Activation::Relu,
+            clawrl_policy::Activation::Tanh => clawrl_onnx::Activation::Tanh,
+        },
+        action_dim: c.action_dim,
+        squash: policy.squashed(),
+    })
+}
+
 /// Reads a bundle (checked against `trust`) and rebuilds its policy and its training
 /// configuration.
 pub fn load_bundle(path: &Path, trust: &Trust) -> Result<(Bundle, Box<dyn Policy>, TrainConfig)> {

@@ -158,6 +158,10 @@ pub fn describe(column: &str) -> (String, String) {
         "q_mean" => ("Mean Q value", "Q"),
         "buffer_size" => ("Replay buffer", "transitions"),
         "wall_s" => ("Wall time", "s"),
+        "kl_teacher" => ("KL(teacher || student)", "nats"),
+        "distill_loss" => ("Distillation loss (divergence to the teacher)", "loss"),
+        "distill_alpha" => ("Distillation weight alpha", "alpha"),
+        "ema_updates" => ("EMA teacher updates (total)", "updates"),
         other => match other.strip_prefix("rew_") {
             Some(term) => {
                 return (
@@ -176,18 +180,23 @@ pub fn describe(column: &str) -> (String, String) {
 pub fn plot_curves(m: &Metrics, path: &Path, title: &str) -> Result<()> {
     register_font();
     let fixed = ["mean_return", "mean_episode_length", "steps_per_s"];
+    // A distillation run shows its distance to the teacher before PPO's diagnostics.
+    let first = ["kl_teacher", "distill_loss", "distill_alpha"];
     let skip = ["iteration", "env_steps", "wall_s", "episodes"];
     let mut panels: Vec<&str> = fixed
         .iter()
         .copied()
         .filter(|c| m.columns.iter().any(|x| x == c))
         .collect();
+    let present = |c: &&str| m.columns.iter().any(|x| x == c);
+    panels.extend(first.iter().copied().filter(present));
     panels.extend(
         m.columns
             .iter()
             .map(String::as_str)
             .filter(|c| {
                 !fixed.contains(c)
+                    && !first.contains(c)
                     && !skip.contains(c)
                     && !c.starts_with("t_")
                     && !c.starts_with("rew_")

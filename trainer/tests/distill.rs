@@ -70,7 +70,7 @@ fn student_without_velocities_reaches_90_percent_of_the_teacher() {
     let header = csv.lines().next().unwrap();
     for col in [
         "kl_teacher",
-        "alpha",
+        "distill_alpha",
         "distill_loss",
         "policy_loss",
         "mean_return",

@@ -16,6 +16,10 @@ pub struct Args {
     /// Sign with this Ed25519 secret key (from `clawrl keygen`).
     #[arg(long, value_name = "KEY")]
     sign: Option<PathBuf>,
+    /// Also write the student as ONNX (input `obs`, output `actions`, normaliser and clipping
+    /// inside) for other runtimes.
+    #[arg(long, value_name = "FILE.onnx")]
+    onnx: Option<PathBuf>,
     /// Evaluate the student (and its teacher) over this many episodes for the provenance.
     #[arg(long, default_value_t = 0)]
     episodes: usize,
@@ -62,6 +66,17 @@ pub fn run(a: Args) -> Result<()> {
         m.observation.history + 1,
         m.action.names.len()
     );
+    if let Some(path) = &a.onnx {
+        let src = clawrl_trainer::eval::load_source(&a.policy)?;
+        let p = clawrl_trainer::export::onnx_policy(src.policy.as_ref())?;
+        clawrl_onnx::write_onnx(path, &p)?;
+        println!(
+            "wrote {} (ONNX: input `obs` [N, {}], output `actions` [N, {}])",
+            path.display(),
+            p.obs_dim,
+            p.action_dim
+        );
+    }
     if let Some(ev) = &m.provenance.evaluation {
         println!(
             "  evaluation over {} episodes: return {:.2}, fall rate {:.1} %{}",

@@ -307,7 +307,10 @@ impl Algorithm for Distill {
             self.ema_step()?;
         }
         stats.extend([
-            ("alpha", if self.cfg.mode == "rl" { 0.0 } else { alpha }),
+            (
+                "distill_alpha",
+                if self.cfg.mode == "rl" { 0.0 } else { alpha },
+            ),
             ("distill_loss", div),
             ("kl_teacher", kl),
             ("ema_updates", self.ema_updates as f64),
