@@ -147,8 +147,8 @@ mod tests {
         m.targets(&[0.0; 16], &mut t).unwrap();
         assert_eq!(t.to_vec(), quadruped::DEFAULT_POSE.to_vec());
         m.targets(&[1e6; 16], &mut t).unwrap();
-        for i in 0..16 {
-            assert!(t[i] <= quadruped::JOINT_LIMITS[i][1]);
+        for (target, [_, hi]) in t.iter().zip(quadruped::JOINT_LIMITS) {
+            assert!(*target <= hi);
         }
         assert_eq!(t[2], -0.6, "knee stops at its upper limit");
         m.targets(&[-1e6; 16], &mut t).unwrap();

@@ -396,7 +396,9 @@ pub struct TrainConfig {
     pub task: Option<TaskConfig>,
 }
 
-/// The learning algorithm, tagged by its table name.
+/// The learning algorithm, tagged by its table name. (One per run and cloned rarely: the size
+/// difference between variants costs nothing worth a box.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AlgoConfig {

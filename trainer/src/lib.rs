@@ -1,7 +1,7 @@
 //! clawrl desktop trainer: PPO and SAC teachers and the distiller (online policy distillation
 //! into an onboard student) in candle behind one [`algorithms::Algorithm`] trait, experience
 //! storage, the training loop ([`runner`]), atomic checkpoints with exact resume, metrics (CSV
-//! + PNG curves), evaluation, teacher/student comparison ([`compare`]) and the export of a
+//! and PNG curves), evaluation, teacher/student comparison ([`compare`]) and the export of a
 //! student as a policy bundle ([`export`]).
 pub mod algorithms;
 pub mod bench;
