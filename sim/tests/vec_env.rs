@@ -22,10 +22,10 @@ fn run(env: &mut VecEnv<CartPole>, steps: usize) -> (Vec<f32>, usize) {
     for t in 0..steps {
         let b = env.batch();
         let actions: Vec<f32> = (0..n)
-            .map(|i| ((b.onboard[i * 5 + 2] * 7.0) + (t as f32 * 0.37).sin()).clamp(-1.0, 1.0))
+            .map(|i| ((b.privileged[i * 5 + 2] * 7.0) + (t as f32 * 0.37).sin()).clamp(-1.0, 1.0))
             .collect();
         let b = env.step(&actions).unwrap();
-        trace.extend_from_slice(&b.onboard);
+        trace.extend_from_slice(&b.privileged);
         trace.extend_from_slice(&b.rewards);
         episodes += b.finished.iter().filter(|f| f.is_some()).count();
     }
@@ -56,11 +56,13 @@ fn done_rows_carry_the_final_observation() {
         for i in 0..2 {
             if b.done(i) {
                 // The final state is outside the limits; the new episode starts near the centre.
-                let fin = &b.final_onboard[i * 5..i * 5 + 5];
-                let new = &b.onboard[i * 5..i * 5 + 5];
+                let fin = &b.final_privileged[i * 5..i * 5 + 5];
+                let new = &b.privileged[i * 5..i * 5 + 5];
                 assert!(fin[2].abs() > 0.15 || fin[0].abs() > 2.3, "final {fin:?}");
                 assert!(new[2].abs() < 0.06 && new[0].abs() < 0.06, "reset {new:?}");
                 assert!(b.terminated[i]);
+                // A history of past observations must restart here, and only here.
+                assert!(b.new_episode[i] && !b.new_episode[1 - i] || b.done(1 - i));
                 return;
             }
         }
