@@ -156,7 +156,13 @@ pub fn policy_config(cfg: &TrainConfig, spec: &clawrl_sim::EnvSpec) -> PolicyCon
         init_std: p.init_std,
         obs_clip: p.obs_clip,
         history: p.history,
-        conv_channels: p.conv_channels,
+        // Only the convolution reads it: other kinds keep a canonical 0, so equal networks have
+        // equal configs (EMA compares them).
+        conv_channels: if p.kind == "temporal_conv" {
+            p.conv_channels
+        } else {
+            0
+        },
     }
 }
 
