@@ -353,3 +353,81 @@ pub fn per_joint_kl(tm: &[f32], tls: &[f32], sm: &[f32], sls: &[f32]) -> Vec<f64
         .map(|j| kl_row(&tm[j..=j], &tls[j..=j], &sm[j..=j], &sls[j..=j]))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{DistillConfig, PpoConfig};
+
+    fn cfg(schedule: &str) -> DistillConfig {
+        let ppo: PpoConfig = toml::from_str::<toml::Table>(
+            &std::fs::read_to_string(clawrl_sim::repo_root().join("configs/algo/ppo.toml"))
+                .unwrap(),
+        )
+        .unwrap()["ppo"]
+            .clone()
+            .try_into()
+            .unwrap();
+        DistillConfig {
+            teacher: "t".into(),
+            teacher_sha256: String::new(),
+            mode: "opd".into(),
+            loss: "kl".into(),
+            kl_direction: "forward".into(),
+            alpha: 2.0,
+            alpha_schedule: schedule.into(),
+            alpha_final: 0.5,
+            alpha_decay_iterations: 100,
+            teacher_update: "ema".into(),
+            ema_rate: 0.1,
+            ema_window: 3,
+            ema_margin: 1.0,
+            ppo,
+        }
+    }
+
+    #[test]
+    fn alpha_schedules_start_at_alpha_and_end_at_alpha_final() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(alpha_at(&cfg("constant"), 50), 2.0));
+        let l = cfg("linear");
+        assert!(close(alpha_at(&l, 0), 2.0) && close(alpha_at(&l, 50), 1.25));
+        assert!(close(alpha_at(&l, 100), 0.5) && close(alpha_at(&l, 1000), 0.5));
+        let c = cfg("cosine");
+        assert!(close(alpha_at(&c, 0), 2.0) && close(alpha_at(&c, 50), 1.25));
+        assert!(close(alpha_at(&c, 100), 0.5) && alpha_at(&c, 25) > 1.25 + 0.375);
+    }
+
+    #[test]
+    fn ema_condition_needs_a_full_window_that_beats_the_teacher_by_the_margin() {
+        let c = cfg("constant");
+        let w = |v: &[f64]| v.iter().copied().collect::<VecDeque<f64>>();
+        assert!(
+            !ema_condition(&c, &w(&[20.0, 20.0]), Some(10.0)),
+            "window not full"
+        );
+        assert!(
+            !ema_condition(&c, &w(&[11.0, 11.0, 11.0]), Some(10.0)),
+            "margin not beaten"
+        );
+        assert!(ema_condition(&c, &w(&[11.5, 11.0, 11.5]), Some(10.0)));
+        assert!(
+            !ema_condition(&c, &w(&[99.0, 99.0, 99.0]), None),
+            "no teacher figure"
+        );
+    }
+
+    #[test]
+    fn per_joint_kl_is_zero_for_identical_policies_and_the_closed_form_otherwise() {
+        let m = [0.3f32, -1.0];
+        let ls = [-0.5f32, 0.2];
+        assert!(
+            per_joint_kl(&m, &ls, &m, &ls)
+                .iter()
+                .all(|&k| k.abs() < 1e-12)
+        );
+        // KL(N(0, 1) || N(1, 2^2)) = ln 2 + (1 + 1) / 8 - 1/2.
+        let k = per_joint_kl(&[0.0], &[0.0], &[1.0], &[2f32.ln()]);
+        assert!((k[0] - (2f64.ln() + 0.25 - 0.5)).abs() < 1e-6, "{k:?}");
+    }
+}
