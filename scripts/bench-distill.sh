@@ -59,4 +59,7 @@ distill pure-distill --mode distill
 distill pure-rl --mode rl
 "$clawrl" bench --inference "$teacher" --inference "$out/size-16x16-h0" \
     --inference "$out/size-32x32-h0" --inference "$out/size-64x64-h2" >> "$log"
+# The final student against its teacher (the README's table and picture).
+"$clawrl" compare --teacher "$teacher" --student "$out/size-64x64-h2" --episodes 20 \
+    --out "$out/compare" >> "$log" 2>/dev/null
 cat "$log"
