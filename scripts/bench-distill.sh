@@ -30,7 +30,9 @@ eval_line() { # NAME POLICY
 curve_stats() { # NAME
     awk -F, -v n="$1" -v target="$teacher_return" '
         NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-        { kl = $col["kl_teacher"]; if (!hit && $col["mean_return"] >= 0.9 * target) { hit = $col["wall_s"] } }
+        { kl = $col["kl_teacher"]; r = $col["mean_return"]
+          # (the first rows are NaN: no episode has finished yet)
+          if (!hit && r ~ /^-?[0-9]/ && r + 0 >= 0.9 * target) { hit = $col["wall_s"] } }
         END { print n, "final_kl", kl, "time_to_90%_s", (hit ? hit : "not reached") }' "$out/$1/metrics.csv"
 }
 
