@@ -251,6 +251,7 @@ impl CompareReport {
             let (top, bottom) = root.split_vertically(430);
             let (left, right) = top.split_horizontally(700);
             let nj = self.joint_names.len();
+            // Horizontal bars: one row per joint, its name readable beside it.
             for (area, values, what) in [
                 (&left, &self.kl, "KL(teacher || student)"),
                 (
@@ -263,31 +264,29 @@ impl CompareReport {
                 let mut c = ChartBuilder::on(area)
                     .caption(what, ("sans-serif", 16))
                     .margin(8)
-                    .x_label_area_size(90)
-                    .y_label_area_size(60)
-                    .build_cartesian_2d((0..nj).into_segmented(), 0.0..top_v)?;
+                    .x_label_area_size(30)
+                    .y_label_area_size(110)
+                    .build_cartesian_2d(0.0..top_v, (0..nj).into_segmented())?;
                 let names = self.joint_names.clone();
                 c.configure_mesh()
-                    .x_labels(nj)
-                    .x_label_formatter(&|x| match x {
+                    .y_labels(nj)
+                    .y_label_formatter(&|y| match y {
                         SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
                         _ => String::new(),
                     })
-                    .x_label_style(
-                        ("sans-serif", 11)
-                            .into_font()
-                            .transform(FontTransform::Rotate90),
-                    )
+                    .disable_y_mesh()
                     .label_style(("sans-serif", 12))
                     .draw()?;
                 c.draw_series(values.iter().enumerate().map(|(j, &v)| {
-                    Rectangle::new(
+                    let mut bar = Rectangle::new(
                         [
-                            (SegmentValue::Exact(j), 0.0),
-                            (SegmentValue::Exact(j + 1), v),
+                            (0.0, SegmentValue::Exact(j)),
+                            (v, SegmentValue::Exact(j + 1)),
                         ],
                         BLUE.mix(0.6).filled(),
-                    )
+                    );
+                    bar.set_margin(2, 2, 0, 0);
+                    bar
                 }))?;
             }
             let shown: Vec<usize> = worst_joints(&self.kl, 4);
