@@ -86,8 +86,9 @@ impl Bundle {
     }
 }
 
-/// Lowercase hex SHA-256 of a file's bytes (for [`crate::RobotInfo::mjcf_sha256`]).
-pub fn mjcf_sha256(path: impl AsRef<Path>) -> io::Result<String> {
+/// Lowercase hex SHA-256 of a file's bytes (the MJCF hash of [`crate::RobotInfo`], the
+/// teacher hash of a distillation run).
+pub fn file_sha256(path: impl AsRef<Path>) -> io::Result<String> {
     Ok(hex(&Sha256::digest(fs::read(path)?)))
 }
 

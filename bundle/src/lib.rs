@@ -26,7 +26,7 @@ mod sign;
 
 pub use container::{
     Bundle, FORMAT, KEY_FORMAT, KEY_MANIFEST, KEY_SHA256, KEY_SIGNATURE, SUPPORTED_FORMATS, Tensor,
-    digest, mjcf_sha256, read, write,
+    digest, file_sha256, read, write,
 };
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::{BundleError, Check, KeyError, ManifestError};
@@ -35,5 +35,6 @@ pub use manifest::{
     ObservationSpec, Provenance, RobotInfo,
 };
 pub use sign::{
-    Trust, generate_keypair, load_public_key, load_signing_key, save_public_key, save_signing_key,
+    Trust, generate_keypair, hex, load_public_key, load_signing_key, save_public_key,
+    save_signing_key,
 };

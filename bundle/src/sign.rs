@@ -144,7 +144,7 @@ pub fn load_public_key(path: impl AsRef<Path>) -> Result<VerifyingKey, KeyError>
 }
 
 /// Lowercase hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -115,13 +115,13 @@ fn check_robot_refuses_another_model_or_mjcf_and_prints_both() {
 }
 
 #[test]
-fn mjcf_sha256_is_the_hex_sha256_of_the_file() {
+fn file_sha256_is_the_hex_sha256_of_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.xml");
     std::fs::write(&path, "abc").unwrap();
     assert_eq!(
-        mjcf_sha256(&path).unwrap(),
+        file_sha256(&path).unwrap(),
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
-    assert!(mjcf_sha256(dir.path().join("missing.xml")).is_err());
+    assert!(file_sha256(dir.path().join("missing.xml")).is_err());
 }

@@ -12,6 +12,7 @@
 #![cfg_attr(not(feature = "std"), no_std)]
 
 pub mod quadruped;
+pub mod rotation;
 
 #[cfg(feature = "std")]
 mod action;

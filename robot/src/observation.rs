@@ -152,19 +152,7 @@ impl OnboardLayout {
 /// Gravity's direction (unit, pointing down) in the body frame, from the body-to-world
 /// orientation `q` (w, x, y, z): the world's `-z` rotated by the inverse of `q`.
 pub fn gravity_in_body(q: [f64; 4]) -> [f64; 3] {
-    let [w, x, y, z] = [q[0], -q[1], -q[2], -q[3]];
-    let v = [0.0, 0.0, -1.0];
-    // t = 2 q_vec x v; v' = v + w t + q_vec x t
-    let t = [
-        2.0 * (y * v[2] - z * v[1]),
-        2.0 * (z * v[0] - x * v[2]),
-        2.0 * (x * v[1] - y * v[0]),
-    ];
-    [
-        v[0] + w * t[0] + (y * t[2] - z * t[1]),
-        v[1] + w * t[1] + (z * t[0] - x * t[2]),
-        v[2] + w * t[2] + (x * t[1] - y * t[0]),
-    ]
+    crate::rotation::rotate_inv(q, [0.0, 0.0, -1.0])
 }
 
 #[cfg(test)]

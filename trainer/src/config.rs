@@ -354,17 +354,6 @@ impl Validate for DistillFile {
             &d.teacher_update,
             &["frozen", "ema"],
         )?;
-        for (key, v) in [
-            ("distill.alpha", d.alpha),
-            ("distill.alpha_final", d.alpha_final),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(KeyError::new(
-                    key,
-                    format!("{v} must be a finite number >= 0"),
-                ));
-            }
-        }
         check_range("distill.alpha", d.alpha, 0.0, 1e6)?;
         check_range("distill.alpha_final", d.alpha_final, 0.0, 1e6)?;
         check_range(

@@ -10,10 +10,11 @@ use clawrl_bundle::{
     ActionSpec, Bundle, Evaluation, FORMAT_VERSION, Manifest, ObservationSpec, Provenance,
     RobotInfo, SigningKey, Trust,
 };
+use clawrl_policy::bundle::BundleParts;
 use clawrl_policy::{ObsSource, Policy, Registry};
 
 use crate::config::{AlgoConfig, TrainConfig};
-use crate::eval::{EvalOptions, Source, evaluate, load_source};
+use crate::eval::{EvalOptions, Source, evaluate};
 
 /// File extension of a policy bundle.
 pub const EXTENSION: &str = "clawrl";
@@ -32,9 +33,9 @@ pub struct Exported {
     pub manifest: Manifest,
 }
 
-/// Exports the policy of `source` (a run folder, a checkpoint or a policy file) to `out`.
-pub fn export(source: &Path, out: &Path, opts: &ExportOptions) -> Result<Exported> {
-    let src = load_source(source)?;
+/// Exports a loaded policy (see [`load_source`]: a run folder, a checkpoint or a policy file)
+/// to `out`.
+pub fn export(src: &Source, out: &Path, opts: &ExportOptions) -> Result<Exported> {
     let policy = src.policy.as_ref();
     anyhow::ensure!(
         policy.config().obs_source == ObsSource::Onboard,
@@ -43,29 +44,30 @@ pub fn export(source: &Path, out: &Path, opts: &ExportOptions) -> Result<Exporte
         src.file.display()
     );
     let evaluation = if opts.episodes > 0 {
-        Some(evaluation_of(&src, opts)?)
+        Some(evaluation_of(src, opts)?)
     } else {
         None
     };
-    let manifest = manifest(&src.config, policy, evaluation)?;
     let parts = clawrl_policy::bundle::to_bundle_parts(policy)?;
+    let manifest = manifest(&src.config, policy, &parts, evaluation)?;
     let digest = clawrl_bundle::write(out, &manifest, &parts.tensors, opts.signing_key.as_ref())?;
     Ok(Exported {
         path: out.to_path_buf(),
-        sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
+        sha256: clawrl_bundle::hex(&digest),
         manifest,
     })
 }
 
-/// The manifest of `policy`, trained under `cfg`.
+/// The manifest of `policy` (its network part already taken apart, see
+/// [`clawrl_policy::bundle::to_bundle_parts`]), trained under `cfg`.
 pub fn manifest(
     cfg: &TrainConfig,
     policy: &dyn Policy,
+    parts: &BundleParts,
     evaluation: Option<Evaluation>,
 ) -> Result<Manifest> {
     let spec = crate::task::spec(cfg)?;
-    let parts = clawrl_policy::bundle::to_bundle_parts(policy)?;
-    let mjcf = clawrl_bundle::mjcf_sha256(&spec.model_file)
+    let mjcf = clawrl_bundle::file_sha256(&spec.model_file)
         .with_context(|| format!("hashing the model {}", spec.model_file.display()))?;
     let teacher_sha256 = match &cfg.algo {
         AlgoConfig::Distill(d) => d.teacher_sha256.clone(),
@@ -81,14 +83,14 @@ pub fn manifest(
             source: policy.config().obs_source,
             layout: spec.onboard_layout.clone(),
             history: policy.config().history,
-            normalizer: parts.normalizer,
+            normalizer: parts.normalizer.clone(),
         },
         action: ActionSpec {
             names: spec.action_names.clone(),
             map: spec.action_map.clone(),
         },
         control_rate_hz: 1.0 / spec.control_dt,
-        network: parts.network,
+        network: parts.network.clone(),
         provenance: Provenance {
             train_config: toml::to_string(cfg)?,
             seed: cfg.run.run.seed,

@@ -93,7 +93,7 @@ fn build_algorithm(
         AlgoConfig::Sac(c) => Box::new(Sac::new(c.clone(), policy, p, critic_dim, n, rng)?),
         AlgoConfig::Distill(c) => {
             let path = crate::config::resolve(&c.teacher, &cfg.source);
-            let digest = file_sha256(&path)
+            let digest = clawrl_bundle::file_sha256(&path)
                 .with_context(|| format!("distill.teacher: cannot read {}", path.display()))?;
             if !c.teacher_sha256.is_empty() && c.teacher_sha256 != digest {
                 anyhow::bail!(
@@ -131,16 +131,6 @@ fn build_algorithm(
             Box::new(alg)
         }
     })
-}
-
-/// Hex SHA-256 of a file's bytes.
-pub fn file_sha256(path: &Path) -> std::io::Result<String> {
-    use sha2::Digest;
-    let bytes = std::fs::read(path)?;
-    Ok(sha2::Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
 }
 
 /// The policy config of a run, from its `[policy]` section and the task's shapes.

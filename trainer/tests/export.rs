@@ -34,7 +34,12 @@ fn export_then_load_gives_bit_identical_actions() {
             &[&t, &k, "policy.conv_channels=4"],
         );
         let path = student.join("student.clawrl");
-        export(&student, &path, &ExportOptions::default()).unwrap();
+        export(
+            &load_source(&student).unwrap(),
+            &path,
+            &ExportOptions::default(),
+        )
+        .unwrap();
         let (bundle, loaded, cfg) = load_bundle(&path, &Trust::default()).unwrap();
         let original = load_source(&student).unwrap();
         assert_eq!(bundle.manifest.observation.history, 3);
@@ -69,9 +74,13 @@ fn export_then_load_gives_bit_identical_actions() {
 fn a_privileged_policy_is_not_exported() {
     let teacher = run("cartpole_ppo.toml", "export-privileged", &[]);
     let path = teacher.join("t.clawrl");
-    let e = export(&teacher, &path, &ExportOptions::default())
-        .err()
-        .unwrap();
+    let e = export(
+        &load_source(&teacher).unwrap(),
+        &path,
+        &ExportOptions::default(),
+    )
+    .err()
+    .unwrap();
     let msg = format!("{e:#}");
     assert!(
         msg.contains("privileged") && msg.contains("onboard"),
@@ -96,7 +105,8 @@ fn the_manifest_describes_the_quadruped_student() {
     let policy = clawrl_policy::Registry::default()
         .build(&pcfg, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0))
         .unwrap();
-    let m = clawrl_trainer::export::manifest(&cfg, policy.as_ref(), None).unwrap();
+    let parts = clawrl_policy::bundle::to_bundle_parts(policy.as_ref()).unwrap();
+    let m = clawrl_trainer::export::manifest(&cfg, policy.as_ref(), &parts, None).unwrap();
     assert_eq!(m.robot.model, "claw_quadruped");
     assert_eq!(m.control_rate_hz, 50.0);
     assert_eq!(m.observation.layout.dim(), 60);
@@ -107,7 +117,7 @@ fn the_manifest_describes_the_quadruped_student() {
     assert_eq!(map.scale[12], 0.6);
     assert_eq!(
         m.robot.mjcf_sha256,
-        clawrl_bundle::mjcf_sha256(&spec.model_file).unwrap()
+        clawrl_bundle::file_sha256(&spec.model_file).unwrap()
     );
 }
 

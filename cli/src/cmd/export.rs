@@ -42,8 +42,9 @@ pub fn run(a: Args) -> Result<()> {
         .as_ref()
         .map(clawrl_bundle::load_signing_key)
         .transpose()?;
+    let src = clawrl_trainer::eval::load_source(&a.policy)?;
     let e = export(
-        &a.policy,
+        &src,
         &a.out,
         &ExportOptions {
             episodes: a.episodes,
@@ -67,7 +68,6 @@ pub fn run(a: Args) -> Result<()> {
         m.action.names.len()
     );
     if let Some(path) = &a.onnx {
-        let src = clawrl_trainer::eval::load_source(&a.policy)?;
         let p = clawrl_trainer::export::onnx_policy(src.policy.as_ref())?;
         clawrl_onnx::write_onnx(path, &p)?;
         println!(

@@ -34,7 +34,7 @@ pub fn run(a: Args) -> Result<()> {
     let b = clawrl_bundle::read(&a.bundle, &trust)?;
     let m = &b.manifest;
     if let Some(model) = &a.model {
-        let hash = clawrl_bundle::mjcf_sha256(model)?;
+        let hash = clawrl_bundle::file_sha256(model)?;
         b.check_robot(&m.robot.model, &hash)?;
     }
     // The policy rebuilds from the manifest alone.

@@ -336,7 +336,6 @@ impl Algorithm for Distill {
     fn load(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
         self.ppo.load(t)?;
         load_policy(self.teacher.as_mut(), TEACHER, t)?;
-        self.teacher.normalizer_mut().training = false;
         if let Some(r) = t.get("distill.recent_returns") {
             self.recent = r.to_dtype(DType::F64)?.to_vec1::<f64>()?.into();
         }

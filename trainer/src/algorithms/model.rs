@@ -77,14 +77,6 @@ impl ActorInput {
             None => frame,
         }
     }
-
-    pub fn source(&self) -> ObsSource {
-        self.source
-    }
-
-    pub fn has_history(&self) -> bool {
-        self.history.is_some()
-    }
 }
 
 /// Value or Q networks reading one observation source through their own normaliser.
