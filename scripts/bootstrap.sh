@@ -27,4 +27,5 @@ if command -v rustup >/dev/null 2>&1; then
     done
 fi
 [ -x scripts/setup-targets.sh ] && scripts/setup-targets.sh
+scripts/setup-cross.sh
 scripts/setup-mujoco.sh
