@@ -41,7 +41,7 @@ run() {
     e=$(date +%s%N)
     echo "-- took $(((e - s) / 1000000)) ms under qemu (emulated: not the board's speed)"
 }
-# TODO(self-test): switch to the real checks once runtime/src/main.rs has them:
-#   run self-test
-#   run bench --inference
-run --help
+# The bundle format, candle's arithmetic against an f64 reference and the safety sequence,
+# on ARM; then the student's forward pass timed (emulated: not the board's speed).
+run self-test
+run bench --inference --iterations 2000

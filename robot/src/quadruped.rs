@@ -45,6 +45,19 @@ pub const DEFAULT_POSE: [f64; NUM_SERVOS] = {
     p
 };
 
+/// The resting pose (rad), servo order: legs folded under the body, claws open. The runtime
+/// lowers the robot into it before it switches the torque off.
+pub const REST_POSE: [f64; NUM_SERVOS] = {
+    let mut p = [0.0; NUM_SERVOS];
+    let mut leg = 0;
+    while leg < 4 {
+        p[leg * 3 + 1] = 1.4;
+        p[leg * 3 + 2] = -2.4;
+        leg += 1;
+    }
+    p
+};
+
 /// Gravity used to express the accelerometer in g.
 pub const G: f64 = 9.81;
 
@@ -68,10 +81,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_pose_lies_inside_the_joint_limits() {
+    fn default_and_rest_poses_lie_inside_the_joint_limits() {
         for i in 0..NUM_SERVOS {
             let [lo, hi] = JOINT_LIMITS[i];
             assert!(lo <= DEFAULT_POSE[i] && DEFAULT_POSE[i] <= hi, "servo {i}");
+            assert!(lo <= REST_POSE[i] && REST_POSE[i] <= hi, "servo {i}");
         }
     }
 

@@ -1,11 +1,28 @@
-//! clawrl's robot-side runtime.
+//! clawrl's robot-side runtime: the only clawrl program on the robot computer.
 //!
-//! Today it holds the two pieces every later part of the loop stands on: [`rate::FixedRate`],
-//! a loop timer that wakes at absolute deadlines (sleep, then spin the last stretch, as
-//! deployed real-time loops do) on a [`clock::Clock`] (the OS's monotonic clock, or a fake one
-//! in tests), and [`guard::JointGuard`], which refuses non-finite actions and
-//! clamps every servo target to its joint limits before anything is sent to the firmware.
-//! The policy runner and the serial link land with the runtime issue.
+//! It loads an installed policy bundle ([`install`]), runs the student with candle
+//! ([`inference`]) on observations built from the bundle's manifest ([`observation`]) inside a
+//! safety state machine ([`controller`]), and talks Dynamixel 2.0 to the servo board
+//! ([`link`], [`wire`]). [`run`] joins them with three threads (control, serial, telemetry);
+//! [`telemetry`] logs every cycle and [`replay`] checks a log bit for bit.
+//!
+//! The pieces underneath: [`rate::FixedRate`], a loop timer that wakes at absolute deadlines
+//! on a [`clock::Clock`] (the OS's monotonic clock, or a fake one in tests), and
+//! [`guard::JointGuard`].
+pub mod bench;
 pub mod clock;
+pub mod cmd;
+pub mod config;
+pub mod controller;
 pub mod guard;
+pub mod inference;
+pub mod install;
+pub mod link;
+pub mod observation;
 pub mod rate;
+pub mod replay;
+pub mod run;
+pub mod selftest;
+pub mod synthetic;
+pub mod telemetry;
+pub mod wire;

@@ -1,0 +1,178 @@
+//! `configs/runtime/*.toml`: everything the robot-side runtime is told, validated on load. Like
+//! every clawrl config: no defaults, unknown keys refused, every error names the file and the
+//! key (`clawrl-config`).
+use std::path::{Path, PathBuf};
+
+use clawrl_config::{ConfigError, KeyError, Validate, check_range};
+use clawrl_protocol::table::board::behaviour;
+use clawrl_robot::quadruped::{JOINT_LIMITS, NUM_SERVOS};
+use serde::{Deserialize, Serialize};
+
+use crate::controller::SafetyConfig;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeConfig {
+    pub serial: SerialConfig,
+    pub control: ControlConfig,
+    pub safety: SafetySection,
+    pub install: InstallConfig,
+    pub telemetry: TelemetryConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SerialConfig {
+    /// `/dev/ttyUSB0`, `/dev/ttyAMA0`, or a pseudo-terminal in tests.
+    pub port: String,
+    pub baud: u32,
+    /// How long one transaction may wait for its answer, ms.
+    pub answer_timeout_ms: u64,
+    /// Between reconnection attempts after the port failed, ms.
+    pub reconnect_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlConfig {
+    /// Loop rate; must equal the bundle's control rate.
+    pub rate_hz: f64,
+    /// The last stretch before each deadline the timer busy-waits, µs.
+    pub spin_us: u64,
+    /// SCHED_FIFO priority for the control thread (1-99), 0 to stay SCHED_OTHER.
+    pub realtime_priority: i32,
+    /// CPU the control thread is pinned to, -1 for none.
+    pub cpu: i32,
+    /// Velocity command given to the policy: forward m/s, lateral m/s, yaw rate rad/s.
+    pub command: [f64; 3],
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SafetySection {
+    pub stand_s: f64,
+    pub fade_s: f64,
+    pub lower_s: f64,
+    /// Largest goal change per second, rad/s.
+    pub max_joint_speed: f64,
+    /// Tilt that latches the e-stop, degrees.
+    pub tilt_limit_deg: f64,
+    /// Cycles without a fresh reading before the stale fault.
+    pub stale_cycles: u32,
+    /// The board's own watchdog (it acts if the runtime goes silent), ms.
+    pub board_watchdog_ms: u16,
+    /// What the board does when its watchdog trips: `hold`, `damp` or `limp`.
+    pub board_safe_behaviour: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstallConfig {
+    /// Root of the A/B slots (`clawrl-runtime install --root`).
+    pub root: PathBuf,
+    /// Public-key files (hex) whose signatures are accepted.
+    pub trusted_keys: Vec<PathBuf>,
+    /// Refuse unsigned bundles.
+    pub require_signature: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Directory for `run-<unix time>.log` files; empty for none.
+    pub dir: PathBuf,
+}
+
+impl SafetySection {
+    pub fn behaviour_code(&self) -> u8 {
+        match self.board_safe_behaviour.as_str() {
+            "hold" => behaviour::HOLD,
+            "damp" => behaviour::DAMP,
+            _ => behaviour::LIMP,
+        }
+    }
+}
+
+impl Validate for RuntimeConfig {
+    fn validate(&self) -> Result<(), KeyError> {
+        let (s, c, f) = (&self.serial, &self.control, &self.safety);
+        if s.port.is_empty() {
+            return Err(KeyError::new("serial.port", "needs a device path"));
+        }
+        check_range("serial.baud", s.baud, 9_600, 4_500_000)?;
+        check_range("serial.answer_timeout_ms", s.answer_timeout_ms, 1, 1000)?;
+        check_range("serial.reconnect_ms", s.reconnect_ms, 1, 60_000)?;
+        check_range("control.rate_hz", c.rate_hz, 1.0, 1000.0)?;
+        check_range("control.spin_us", c.spin_us, 0, 5000)?;
+        check_range("control.realtime_priority", c.realtime_priority, 0, 99)?;
+        check_range("control.cpu", c.cpu, -1, 1023)?;
+        check_range("control.command[0]", c.command[0], -1.0, 1.0)?;
+        check_range("control.command[1]", c.command[1], -0.5, 0.5)?;
+        check_range("control.command[2]", c.command[2], -2.0, 2.0)?;
+        check_range("safety.stand_s", f.stand_s, 0.1, 30.0)?;
+        check_range("safety.fade_s", f.fade_s, 0.0, 30.0)?;
+        check_range("safety.lower_s", f.lower_s, 0.1, 30.0)?;
+        check_range("safety.max_joint_speed", f.max_joint_speed, 0.1, 50.0)?;
+        check_range("safety.tilt_limit_deg", f.tilt_limit_deg, 5.0, 90.0)?;
+        check_range("safety.stale_cycles", f.stale_cycles, 1, 1000)?;
+        check_range("safety.board_watchdog_ms", f.board_watchdog_ms, 10, 1000)?;
+        if !["hold", "damp", "limp"].contains(&f.board_safe_behaviour.as_str()) {
+            return Err(KeyError::new(
+                "safety.board_safe_behaviour",
+                format!(
+                    "{:?} is not one of hold, damp, limp",
+                    f.board_safe_behaviour
+                ),
+            ));
+        }
+        if self.install.require_signature && self.install.trusted_keys.is_empty() {
+            return Err(KeyError::new(
+                "install.require_signature",
+                "requires at least one key in install.trusted_keys",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl RuntimeConfig {
+    /// Loads and validates `path`; `overrides` are `KEY=VALUE` in TOML syntax.
+    pub fn load(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
+        let mut c: Self = clawrl_config::load(path, overrides)?;
+        // Relative paths are relative to the config file.
+        let base = path.parent().unwrap_or(Path::new("."));
+        let rel = |p: &Path| {
+            if p.as_os_str().is_empty() || p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                base.join(p)
+            }
+        };
+        c.install.root = rel(&c.install.root);
+        c.telemetry.dir = rel(&c.telemetry.dir);
+        c.install.trusted_keys = c.install.trusted_keys.iter().map(|k| rel(k)).collect();
+        Ok(c)
+    }
+
+    /// The controller's view, with the bundle's joint limits (never looser than the robot's).
+    pub fn safety(&self, bundle_limits: Option<&[[f64; 2]]>) -> SafetyConfig {
+        let mut limits = JOINT_LIMITS;
+        if let Some(b) = bundle_limits.filter(|b| b.len() == NUM_SERVOS) {
+            for (l, [lo, hi]) in limits.iter_mut().zip(b) {
+                *l = [l[0].max(*lo), l[1].min(*hi)];
+            }
+        }
+        let f = &self.safety;
+        SafetyConfig {
+            rate_hz: self.control.rate_hz,
+            stand_s: f.stand_s,
+            fade_s: f.fade_s,
+            lower_s: f.lower_s,
+            max_joint_speed: f.max_joint_speed,
+            tilt_limit: f.tilt_limit_deg.to_radians(),
+            stale_cycles: f.stale_cycles,
+            joint_limits: limits,
+            command: self.control.command,
+        }
+    }
+}

@@ -1,0 +1,397 @@
+//! One control cycle, as a pure function of what arrived: the safety state machine around the
+//! student. No I/O, no clock, no allocation (outside the network's forward pass): the control
+//! thread calls [`Controller::step`] once per tick, tests call it with made-up readings, and
+//! `clawrl-runtime replay` calls it again on a log and must get the same bits.
+//!
+//! Time is counted in cycles, so a replay does not depend on the wall clock. The states (see
+//! the diagram in runtime/README.md):
+//!
+//! ```text
+//!  TorqueOff --first reading--> Standing --stand_s--> FadeIn --fade_s--> Running
+//!      (measured pose, ENABLE)  (to the default pose) (default -> policy)
+//!  Standing/FadeIn/Running --NaN/inf in obs or action--> Fault(NonFinite): hold last safe goal
+//!  Standing/FadeIn/Running --no fresh reading for stale_cycles--> Fault(Stale): hold
+//!  Standing/FadeIn/Running --board alert bit--> Fault(Board): the board's own safe behaviour
+//!  Standing/FadeIn/Running --tilt > tilt_limit--> EStop: E-STOP to the board (it damps), latched
+//!  any --stop (SIGINT/SIGTERM)--> Lowering (to the rest pose, lower_s) --> Off (DISABLE)
+//!      (from Fault(Stale), Fault(Board) and EStop straight to Off: the board will not move)
+//! ```
+//!
+//! Every goal leaves through one place: rate-limited against the last goal sent, then clamped
+//! to the joint limits.
+use clawrl_robot::quadruped::{DEFAULT_POSE, JOINT_LIMITS, NUM_SERVOS, REST_POSE};
+use clawrl_robot::{ActionMap, rotation};
+
+use crate::inference::{InferenceError, Student};
+use crate::observation::{FRAME_DIM, ObservationBuilder};
+use crate::wire::BoardState;
+
+/// Anything that maps a normalised stacked observation to an action (the candle student; a
+/// stand-in in tests).
+pub trait Act {
+    fn act(&self, obs: &[f32], out: &mut [f32]) -> Result<(), InferenceError>;
+}
+
+impl Act for Student {
+    fn act(&self, obs: &[f32], out: &mut [f32]) -> Result<(), InferenceError> {
+        Student::act(self, obs, out)
+    }
+}
+
+/// Timings and limits of the safety layer, in SI units.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SafetyConfig {
+    pub rate_hz: f64,
+    /// Interpolation from the measured pose to the default pose.
+    pub stand_s: f64,
+    /// Blend from the default pose to the policy's targets.
+    pub fade_s: f64,
+    /// Interpolation to the rest pose before torque off.
+    pub lower_s: f64,
+    /// Largest change of a goal, rad/s.
+    pub max_joint_speed: f64,
+    /// Body tilt (angle between body z and up) that latches the e-stop, rad.
+    pub tilt_limit: f64,
+    /// Cycles without a fresh reading before the stale fault.
+    pub stale_cycles: u32,
+    /// Per-servo `[lo, hi]` (rad) no goal may leave: the robot's limits, or stricter.
+    pub joint_limits: [[f64; 2]; NUM_SERVOS],
+    /// Velocity command given to the policy (forward m/s, lateral m/s, yaw rad/s).
+    pub command: [f64; 3],
+}
+
+impl SafetyConfig {
+    fn cycles(&self, seconds: f64) -> u32 {
+        (seconds * self.rate_hz).round().max(1.0) as u32
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// A NaN or infinity in the observation or the action.
+    NonFinite,
+    /// No fresh reading for `stale_cycles` cycles.
+    Stale,
+    /// The board reports a fault or e-stop of its own (alert bit).
+    Board,
+    /// The policy could not run (wrong shapes: a bug, not an input).
+    Inference,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    TorqueOff,
+    Standing,
+    FadeIn,
+    Running,
+    Fault(Fault),
+    EStop,
+    Lowering,
+    Off,
+}
+
+impl Phase {
+    /// Code in telemetry logs.
+    pub fn code(self) -> u8 {
+        match self {
+            Phase::TorqueOff => 0,
+            Phase::Standing => 1,
+            Phase::FadeIn => 2,
+            Phase::Running => 3,
+            Phase::Fault(Fault::NonFinite) => 4,
+            Phase::Fault(Fault::Stale) => 5,
+            Phase::Fault(Fault::Board) => 6,
+            Phase::Fault(Fault::Inference) => 7,
+            Phase::EStop => 8,
+            Phase::Lowering => 9,
+            Phase::Off => 10,
+        }
+    }
+
+    /// Whether the runtime is commanding the servos in this phase.
+    fn powered(self) -> bool {
+        matches!(self, Phase::Standing | Phase::FadeIn | Phase::Running)
+    }
+}
+
+/// A safety command for the board (its Safety Command register).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoardCommand {
+    None,
+    Enable,
+    Disable,
+    EStop,
+}
+
+/// What arrived this cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Input {
+    /// A reading that arrived since the last cycle (`None`: nothing new).
+    pub state: Option<BoardState>,
+    /// SIGINT/SIGTERM was received.
+    pub stop: bool,
+}
+
+/// What one cycle decided.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Output {
+    pub phase: Phase,
+    /// Goals to send (rad, inside the limits), or `None` to send none this cycle.
+    pub goals: Option<[f64; NUM_SERVOS]>,
+    pub board: BoardCommand,
+    /// Whether the policy ran; `frame` and `action` are this cycle's when it did.
+    pub policy_ran: bool,
+    pub frame: [f32; FRAME_DIM],
+    pub action: [f32; NUM_SERVOS],
+    /// Goal entries the rate or joint limits changed this cycle.
+    pub limited: u32,
+    /// The runtime has finished (torque off): the loop may exit.
+    pub done: bool,
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Self {
+            phase: Phase::TorqueOff,
+            goals: None,
+            board: BoardCommand::None,
+            policy_ran: false,
+            frame: [0.0; FRAME_DIM],
+            action: [0.0; NUM_SERVOS],
+            limited: 0,
+            done: false,
+        }
+    }
+}
+
+pub struct Controller<P> {
+    policy: P,
+    obs: ObservationBuilder,
+    map: ActionMap,
+    cfg: SafetyConfig,
+    phase: Phase,
+    /// Cycles spent in the current phase.
+    k: u32,
+    latest: Option<BoardState>,
+    since_fresh: u32,
+    /// The last goal sent: the rate limit's reference and what a fault holds.
+    last_goal: [f64; NUM_SERVOS],
+    /// Where the current interpolation starts.
+    from: [f64; NUM_SERVOS],
+    /// The policy's last action, clipped as the simulator clips it (its next observation).
+    last_action: [f32; NUM_SERVOS],
+    action: [f32; NUM_SERVOS],
+    targets: [f64; NUM_SERVOS],
+}
+
+impl<P: Act> Controller<P> {
+    /// `map` turns actions into targets (the bundle's); `obs` builds the network's input.
+    pub fn new(policy: P, obs: ObservationBuilder, map: ActionMap, cfg: SafetyConfig) -> Self {
+        Self {
+            policy,
+            obs,
+            map,
+            cfg,
+            phase: Phase::TorqueOff,
+            k: 0,
+            latest: None,
+            since_fresh: 0,
+            last_goal: DEFAULT_POSE,
+            from: DEFAULT_POSE,
+            last_action: [0.0; NUM_SERVOS],
+            action: [0.0; NUM_SERVOS],
+            targets: [0.0; NUM_SERVOS],
+        }
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
+
+    fn enter(&mut self, phase: Phase) {
+        self.phase = phase;
+        self.k = 0;
+    }
+
+    /// Runs one cycle.
+    pub fn step(&mut self, input: &Input, out: &mut Output) {
+        out.board = BoardCommand::None;
+        out.goals = None;
+        out.policy_ran = false;
+        out.limited = 0;
+        if let Some(s) = input.state {
+            self.latest = Some(s);
+            self.since_fresh = 0;
+        } else {
+            self.since_fresh = self.since_fresh.saturating_add(1);
+        }
+        self.transitions(input, out);
+        let goal = match self.phase {
+            Phase::TorqueOff | Phase::Off | Phase::EStop | Phase::Fault(Fault::Board) => None,
+            Phase::Fault(_) => Some(self.last_goal),
+            Phase::Standing => {
+                let t = self.progress(self.cfg.stand_s);
+                Some(lerp(&self.from, &DEFAULT_POSE, t))
+            }
+            Phase::Lowering => {
+                let t = self.progress(self.cfg.lower_s);
+                Some(lerp(&self.from, &REST_POSE, t))
+            }
+            Phase::FadeIn | Phase::Running => self.policy_goal(out),
+        };
+        if let Some(g) = goal {
+            out.goals = Some(self.limit(g, &mut out.limited));
+        }
+        self.k = self.k.saturating_add(1);
+        out.phase = self.phase;
+        out.done = self.phase == Phase::Off;
+    }
+
+    /// Phase changes at the start of a cycle, most urgent first.
+    fn transitions(&mut self, input: &Input, out: &mut Output) {
+        let p = self.phase;
+        if input.stop && !matches!(p, Phase::Lowering | Phase::Off) {
+            // Lower only when the board still follows goals.
+            if p.powered() || matches!(p, Phase::Fault(Fault::NonFinite | Fault::Inference)) {
+                self.from = self.last_goal;
+                self.enter(Phase::Lowering);
+            } else {
+                self.enter(Phase::Off);
+            }
+        }
+        let p = self.phase;
+        if p.powered() || p == Phase::Lowering {
+            if let Some(s) = self.latest.filter(|_| self.since_fresh == 0) {
+                if tilt(&s) > self.cfg.tilt_limit {
+                    self.enter(Phase::EStop);
+                } else if s.alert {
+                    self.enter(Phase::Fault(Fault::Board));
+                }
+            } else if self.since_fresh >= self.cfg.stale_cycles {
+                self.enter(Phase::Fault(Fault::Stale));
+            }
+        }
+        match self.phase {
+            Phase::TorqueOff => {
+                if let Some(s) = self.latest.filter(|s| self.since_fresh == 0 && !s.alert) {
+                    // Start from where the joints are, so enabling the torque moves nothing.
+                    self.last_goal = clamp_to(&s.sensors.joint_pos, &self.cfg.joint_limits);
+                    self.from = self.last_goal;
+                    out.board = BoardCommand::Enable;
+                    self.enter(Phase::Standing);
+                }
+            }
+            Phase::Standing if self.k >= self.cfg.cycles(self.cfg.stand_s) => {
+                self.obs.restart();
+                self.last_action = [0.0; NUM_SERVOS];
+                self.enter(Phase::FadeIn);
+            }
+            Phase::FadeIn if self.k >= self.cfg.cycles(self.cfg.fade_s) => {
+                self.enter(Phase::Running)
+            }
+            Phase::Lowering if self.k >= self.cfg.cycles(self.cfg.lower_s) => {
+                self.enter(Phase::Off)
+            }
+            _ => {}
+        }
+        // Commands to the board on entry to the safe phases (and again every cycle after:
+        // a lost packet must not leave the robot powered).
+        match self.phase {
+            Phase::EStop => out.board = BoardCommand::EStop,
+            Phase::Off => out.board = BoardCommand::Disable,
+            _ => {}
+        }
+    }
+
+    /// Fraction of the current interpolation done after this cycle, smoothed (no jerk at
+    /// either end).
+    fn progress(&self, seconds: f64) -> f64 {
+        let t = (f64::from(self.k + 1) / f64::from(self.cfg.cycles(seconds))).min(1.0);
+        t * t * (3.0 - 2.0 * t)
+    }
+
+    /// Runs the student on the latest reading; on a non-finite value it latches the fault and
+    /// holds the last goal.
+    fn policy_goal(&mut self, out: &mut Output) -> Option<[f64; NUM_SERVOS]> {
+        let s = self.latest?;
+        self.obs
+            .build(&s.sensors, &self.last_action, self.cfg.command);
+        let obs = self.obs.normalised();
+        out.frame = *self.obs.frame();
+        out.policy_ran = true;
+        if !obs.iter().all(|v| v.is_finite()) {
+            self.enter(Phase::Fault(Fault::NonFinite));
+            return Some(self.last_goal);
+        }
+        if self.policy.act(obs, &mut self.action).is_err() {
+            self.enter(Phase::Fault(Fault::Inference));
+            return Some(self.last_goal);
+        }
+        out.action = self.action;
+        if self.map.targets(&self.action, &mut self.targets).is_err() {
+            // targets() refuses exactly the non-finite actions.
+            self.enter(Phase::Fault(Fault::NonFinite));
+            return Some(self.last_goal);
+        }
+        let clip = self.map.clip as f32;
+        for (l, a) in self.last_action.iter_mut().zip(self.action) {
+            *l = a.clamp(-clip, clip);
+        }
+        if self.phase == Phase::FadeIn {
+            let w = self.progress(self.cfg.fade_s);
+            Some(lerp(&DEFAULT_POSE, &self.targets, w))
+        } else {
+            Some(self.targets)
+        }
+    }
+
+    /// The rate limit against the last goal, then the joint limits; becomes the last goal.
+    fn limit(&mut self, goal: [f64; NUM_SERVOS], limited: &mut u32) -> [f64; NUM_SERVOS] {
+        let step = self.cfg.max_joint_speed / self.cfg.rate_hz;
+        let mut g = goal;
+        for ((v, prev), [lo, hi]) in g.iter_mut().zip(self.last_goal).zip(self.cfg.joint_limits) {
+            let c = v.clamp(prev - step, prev + step).clamp(lo, hi);
+            *limited += u32::from(c != *v);
+            *v = c;
+        }
+        self.last_goal = g;
+        g
+    }
+}
+
+fn lerp(a: &[f64; NUM_SERVOS], b: &[f64; NUM_SERVOS], t: f64) -> [f64; NUM_SERVOS] {
+    std::array::from_fn(|i| a[i] + (b[i] - a[i]) * t)
+}
+
+fn clamp_to(x: &[f64; NUM_SERVOS], limits: &[[f64; 2]; NUM_SERVOS]) -> [f64; NUM_SERVOS] {
+    std::array::from_fn(|i| {
+        let [lo, hi] = limits[i];
+        // A non-finite reading becomes the limit's middle: never a command outside.
+        if x[i].is_finite() {
+            x[i].clamp(lo, hi)
+        } else {
+            0.5 * (lo + hi)
+        }
+    })
+}
+
+/// Angle between the body's z axis and up, from the IMU orientation (rad); a non-finite
+/// orientation counts as fallen.
+pub fn tilt(s: &BoardState) -> f64 {
+    let g = rotation::rotate_inv(s.sensors.quat, [0.0, 0.0, -1.0]);
+    let c = -g[2];
+    if c.is_finite() {
+        c.clamp(-1.0, 1.0).acos()
+    } else {
+        std::f64::consts::PI
+    }
+}
+
+/// The robot's joint limits, or a bundle's stricter ones.
+pub fn robot_limits() -> [[f64; 2]; NUM_SERVOS] {
+    JOINT_LIMITS
+}

@@ -1,0 +1,259 @@
+//! The serial link to the servo board: Dynamixel 2.0 transactions over a `serialport` port,
+//! with the wire format of `clawrl-protocol`. One [`Link`] is owned by the serial thread.
+//!
+//! A transaction writes one instruction and, when it expects an answer, reads until a status
+//! packet from the addressed device arrives or the timeout passes. Buffers are allocated once;
+//! the cycle (SYNC WRITE of goals, READ of the robot state) allocates nothing.
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use clawrl_protocol::table::{board, servo};
+use clawrl_protocol::units::ids;
+use clawrl_protocol::{ALERT_BIT, Decoder, Instruction, PacketWriter, Status};
+use clawrl_robot::quadruped::NUM_SERVOS;
+use serialport::SerialPort;
+
+use crate::wire::{self, BoardState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("serial port {port}: {reason}")]
+    Open { port: String, reason: String },
+    #[error("serial I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("device {id} did not answer within {timeout:?}")]
+    Timeout { id: u8, timeout: Duration },
+    #[error(
+        "device {id} answered model number {got:#06x}, expected {expected:#06x}: is this the clawrl board?"
+    )]
+    WrongModel { id: u8, got: u16, expected: u16 },
+    #[error("device {id} answered with error {error:#04x}")]
+    Refused { id: u8, error: u8 },
+    #[error("device {id} answered {got} bytes, expected {expected}")]
+    BadAnswer { id: u8, got: usize, expected: usize },
+}
+
+/// What the board reported at start-up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BoardInfo {
+    pub firmware: u8,
+    /// Safety state and latched faults before the runtime cleared them.
+    pub state: u8,
+    pub faults: u16,
+}
+
+pub struct Link {
+    port: Box<dyn SerialPort>,
+    decoder: Decoder<1024>,
+    tx: [u8; 256],
+    rx: [u8; 256],
+    answer: [u8; 512],
+    timeout: Duration,
+}
+
+impl Link {
+    /// Opens `port` at `baud`; a missing or busy port gets one clear message.
+    pub fn open(port: &str, baud: u32, timeout: Duration) -> Result<Self, LinkError> {
+        let p = serialport::new(port, baud)
+            // Short reads: the transaction loop owns the overall timeout.
+            .timeout(Duration::from_millis(1))
+            .open_native()
+            .map_err(|e| LinkError::Open {
+                port: port.into(),
+                reason: match e.kind() {
+                    serialport::ErrorKind::NoDevice => {
+                        format!("no such device ({e}); is the board plugged in?")
+                    }
+                    _ => e.to_string(),
+                },
+            })?;
+        // Exclusive access (TIOCEXCL): a second runtime on the same port fails here, not on
+        // garbled traffic later. serialport's open_native sets it; check it is ours.
+        Ok(Self::from_port(Box::new(p), timeout))
+    }
+
+    pub fn from_port(port: Box<dyn SerialPort>, timeout: Duration) -> Self {
+        Self {
+            port,
+            decoder: Decoder::new(),
+            tx: [0; 256],
+            rx: [0; 256],
+            answer: [0; 512],
+            timeout,
+        }
+    }
+
+    /// Start-up: the board and all 16 servos answer PING with the right model numbers; the
+    /// board's latched faults are cleared and its torque is off; its watchdog and safe
+    /// behaviour are set.
+    pub fn handshake(&mut self, watchdog_ms: u16, behaviour: u8) -> Result<BoardInfo, LinkError> {
+        self.port.clear(serialport::ClearBuffer::All).ok();
+        let firmware = self.ping(ids::BOARD, board::MODEL_NUMBER)?;
+        for i in 0..NUM_SERVOS {
+            self.ping(ids::servo_id(i), servo::MODEL_NUMBER)?;
+        }
+        let mut st = [0u8; 3];
+        self.read(ids::BOARD, board::SAFETY_STATE, &mut st)?;
+        let info = BoardInfo {
+            firmware,
+            state: st[0],
+            faults: u16::from_le_bytes([st[1], st[2]]),
+        };
+        self.command(board::command::CLEAR)?;
+        self.command(board::command::DISABLE)?;
+        self.write(
+            ids::BOARD,
+            board::WATCHDOG_TIMEOUT_MS,
+            &watchdog_ms.to_le_bytes(),
+        )?;
+        self.write(ids::BOARD, board::SAFE_BEHAVIOUR, &[behaviour])?;
+        Ok(info)
+    }
+
+    /// PING; returns the firmware version after checking the model number.
+    pub fn ping(&mut self, id: u8, expected: u16) -> Result<u8, LinkError> {
+        let n = self.encode(id, Instruction::Ping, &[])?;
+        let data = self.transact(n, id)?;
+        if data.len() != 3 {
+            return Err(LinkError::BadAnswer {
+                id,
+                got: data.len(),
+                expected: 3,
+            });
+        }
+        let model = u16::from_le_bytes([data[0], data[1]]);
+        if model != expected {
+            return Err(LinkError::WrongModel {
+                id,
+                got: model,
+                expected,
+            });
+        }
+        Ok(data[2])
+    }
+
+    /// A board safety command (`board::command`).
+    pub fn command(&mut self, cmd: u8) -> Result<(), LinkError> {
+        self.write(ids::BOARD, board::SAFETY_COMMAND, &[cmd])
+    }
+
+    /// WRITE with its status answer; an error byte other than the alert bit is refused.
+    pub fn write(&mut self, id: u8, address: u16, data: &[u8]) -> Result<(), LinkError> {
+        let mut w = PacketWriter::new(&mut self.tx, id, Instruction::Write);
+        w.push_u16(address).push(data);
+        let n = w.finish().map_err(|_| overflow())?;
+        self.transact(n, id).map(|_| ())
+    }
+
+    /// READ into `out`.
+    pub fn read(&mut self, id: u8, address: u16, out: &mut [u8]) -> Result<bool, LinkError> {
+        let mut w = PacketWriter::new(&mut self.tx, id, Instruction::Read);
+        w.push_u16(address).push_u16(out.len() as u16);
+        let n = w.finish().map_err(|_| overflow())?;
+        let (alert, len) = self.transact_raw(n, id)?;
+        if len != out.len() {
+            return Err(LinkError::BadAnswer {
+                id,
+                got: len,
+                expected: out.len(),
+            });
+        }
+        out.copy_from_slice(&self.answer[..len]);
+        Ok(alert)
+    }
+
+    /// SYNC WRITE of Goal Position (ticks) to servos 1-16: one packet, no answer.
+    pub fn sync_write_goals(&mut self, ticks: &[i32; NUM_SERVOS]) -> Result<(), LinkError> {
+        let mut w = PacketWriter::new(
+            &mut self.tx,
+            clawrl_protocol::BROADCAST_ID,
+            Instruction::SyncWrite,
+        );
+        w.push_u16(servo::GOAL_POSITION).push_u16(4);
+        for (i, t) in ticks.iter().enumerate() {
+            w.push_u8(wire::servo_id(i)).push_u32(*t as u32);
+        }
+        let n = w.finish().map_err(|_| overflow())?;
+        self.port.write_all(&self.tx[..n])?;
+        Ok(())
+    }
+
+    /// READ of the whole robot state from the board (PROTOCOL.md's recommended cycle).
+    pub fn read_state(&mut self) -> Result<BoardState, LinkError> {
+        let mut w = PacketWriter::new(&mut self.tx, ids::BOARD, Instruction::Read);
+        w.push_u16(board::ROBOT_STATE)
+            .push_u16(board::ROBOT_STATE_LEN);
+        let n = w.finish().map_err(|_| overflow())?;
+        // The alert bit is not an error here: it is news for the safety layer.
+        let (alert, len) = self.transact_raw(n, ids::BOARD)?;
+        wire::decode_state(&self.answer[..len], alert).ok_or(LinkError::BadAnswer {
+            id: ids::BOARD,
+            got: len,
+            expected: board::ROBOT_STATE_LEN as usize,
+        })
+    }
+
+    fn encode(&mut self, id: u8, inst: Instruction, params: &[u8]) -> Result<usize, LinkError> {
+        clawrl_protocol::encode(&mut self.tx, id, inst, &[params]).map_err(|_| overflow())
+    }
+
+    /// Sends `tx[..n]` and returns the answer's data; a non-alert error byte is refused.
+    fn transact(&mut self, n: usize, id: u8) -> Result<&[u8], LinkError> {
+        let (_, len) = self.transact_raw(n, id)?;
+        Ok(&self.answer[..len])
+    }
+
+    /// Sends `tx[..n]`, waits for `id`'s status packet, copies its data into `answer`; returns
+    /// the alert bit and the data length.
+    fn transact_raw(&mut self, n: usize, id: u8) -> Result<(bool, usize), LinkError> {
+        self.port.write_all(&self.tx[..n])?;
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            while let Some(event) = self.decoder.next_event() {
+                let Ok(packet) = event else { continue };
+                let Some(status) = Status::parse(&packet) else {
+                    continue;
+                };
+                if status.id != id {
+                    continue;
+                }
+                if status.error & !ALERT_BIT != 0 {
+                    return Err(LinkError::Refused {
+                        id,
+                        error: status.error,
+                    });
+                }
+                let len = status.data.len().min(self.answer.len());
+                self.answer[..len].copy_from_slice(&status.data[..len]);
+                return Ok((status.error & ALERT_BIT != 0, len));
+            }
+            if Instant::now() >= deadline {
+                return Err(LinkError::Timeout {
+                    id,
+                    timeout: self.timeout,
+                });
+            }
+            match self.port.read(&mut self.rx) {
+                Ok(0) => {
+                    return Err(LinkError::Io(std::io::Error::new(
+                        std::io::ErrorKind::BrokenPipe,
+                        "the serial port closed",
+                    )));
+                }
+                Ok(k) => {
+                    for &b in &self.rx[..k] {
+                        self.decoder.push(b);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+fn overflow() -> LinkError {
+    LinkError::Io(std::io::Error::other(
+        "packet larger than the link's buffer",
+    ))
+}

@@ -1,0 +1,52 @@
+//! `clawrl-runtime`: the only clawrl program on the robot computer.
+use clap::{Parser, Subcommand};
+use clawrl_runtime::{cmd, install};
+
+#[derive(Parser)]
+#[command(
+    name = "clawrl-runtime",
+    version,
+    about = "clawrl's robot-side runtime for the claw-foot quadruped"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Verify a policy bundle, copy it into the inactive slot and switch to it.
+    Install(install::InstallArgs),
+    /// Switch back to the previously installed bundle.
+    Rollback(install::RootArgs),
+    /// Show what each slot holds and which one is current.
+    Status(install::RootArgs),
+    /// Run the installed bundle on the robot until SIGINT/SIGTERM (or --seconds).
+    Run(cmd::RunArgs),
+    /// Run a telemetry log's inputs through the policy again and compare every output.
+    Replay(cmd::ReplayArgs),
+    /// Check this computer can run a student (format, arithmetic, safety sequence); no board.
+    SelfTest(cmd::SelfTestArgs),
+    /// Timing figures on this computer.
+    Bench(cmd::BenchArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Install(a) => install::run_install(a),
+        Command::Rollback(a) => install::run_rollback(a),
+        Command::Status(a) => install::run_status(a),
+        Command::Run(a) => cmd::run(a),
+        Command::Replay(a) => cmd::replay(a),
+        Command::SelfTest(a) => cmd::self_test(a),
+        Command::Bench(a) => cmd::bench(a),
+    };
+    match result {
+        Ok(text) => println!("{}", text.trim_end()),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! `clawrl-runtime run`: three threads joined by crossbeam channels.
+//!
+//! - **control** (real-time priority and a pinned CPU when the system allows): wakes on absolute
+//!   deadlines ([`crate::rate::FixedRate`]), takes the newest reading, runs one
+//!   [`Controller::step`], hands the goals to the serial thread and a record to telemetry.
+//!   It never blocks on either: both channels are bounded and used with `try_send`.
+//! - **serial**: for each command, PROTOCOL.md's recommended cycle (SYNC WRITE of the goals,
+//!   then one READ of the robot state), the board command if any, and the reading back to
+//!   control. When the port fails it reports the link down and reopens it every
+//!   `reconnect_ms`; on reopening it checks the board's model but clears nothing (a fault the
+//!   board latched while the cable was out stays latched).
+//! - **telemetry**: writes every record to the log.
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clawrl_bundle::{Bundle, Trust};
+use clawrl_protocol::table::board;
+use clawrl_protocol::units::ids;
+use clawrl_robot::quadruped::NUM_SERVOS;
+use crossbeam::channel::{Receiver, Sender, TryRecvError, bounded};
+
+use crate::config::RuntimeConfig;
+use crate::controller::{Act, BoardCommand, Controller, Input, Output, Phase};
+use crate::inference::Student;
+use crate::link::{Link, LinkError};
+use crate::observation::ObservationBuilder;
+use crate::rate::{FixedRate, Tick};
+use crate::telemetry::{Header, LogWriter, RECORD_LEN, Record};
+use crate::wire::{BoardState, GoalEncoder};
+
+/// Control -> serial: what to send this cycle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SerialCmd {
+    pub ticks: Option<[i32; NUM_SERVOS]>,
+    pub board: BoardCommand,
+}
+
+/// Serial -> control. (A reading travels by value: boxing it would allocate every cycle.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SerialEvent {
+    State(BoardState),
+    /// The port failed; no readings until `Up`.
+    Down,
+    Up,
+}
+
+/// What a run did, printed at its end.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub cycles: u64,
+    pub missed_deadlines: u64,
+    pub max_lateness: Duration,
+    pub final_phase: Option<Phase>,
+    /// Phases in the order they were entered.
+    pub phases: Vec<Phase>,
+    pub goals_limited: u64,
+    pub records_dropped: u64,
+    pub commands_dropped: u64,
+    pub link_downs: u64,
+    pub log: Option<PathBuf>,
+    pub warnings: Vec<String>,
+}
+
+/// The control thread's ends of the channels.
+pub struct Channels {
+    pub events: Receiver<SerialEvent>,
+    pub commands: Sender<SerialCmd>,
+    pub telemetry: Option<Sender<Record>>,
+}
+
+/// One control cycle as the control thread runs it, apart from the wait: kept separate so a
+/// test can count its allocations and drive it without a clock.
+pub struct ControlLoop<P> {
+    pub controller: Controller<P>,
+    encoder: GoalEncoder,
+    out: Output,
+    link_up: bool,
+    cycle: u64,
+    latest: Option<BoardState>,
+}
+
+impl<P: Act> ControlLoop<P> {
+    pub fn new(controller: Controller<P>, limits: &[[f64; 2]; NUM_SERVOS]) -> Self {
+        Self {
+            controller,
+            encoder: GoalEncoder::new(limits),
+            out: Output::default(),
+            link_up: true,
+            cycle: 0,
+            latest: None,
+        }
+    }
+
+    /// Drains the serial thread's events, steps the controller, hands out goals and a record.
+    /// Returns the record (also sent to telemetry when a sender is given).
+    pub fn cycle(
+        &mut self,
+        ch: &Channels,
+        stop: bool,
+        tick: Tick,
+        woke: Instant,
+        summary: &mut Summary,
+    ) -> Record {
+        let (events, commands, telemetry) = (&ch.events, &ch.commands, ch.telemetry.as_ref());
+        self.latest = None;
+        loop {
+            match events.try_recv() {
+                Ok(SerialEvent::State(s)) => self.latest = Some(s),
+                Ok(SerialEvent::Down) => {
+                    self.link_up = false;
+                    summary.link_downs += 1;
+                }
+                Ok(SerialEvent::Up) => self.link_up = true,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        let input = Input {
+            state: self.latest,
+            stop,
+        };
+        let prev = self.controller.phase();
+        self.controller.step(&input, &mut self.out);
+        let mut ticks = [0i32; NUM_SERVOS];
+        if let Some(g) = &self.out.goals {
+            self.encoder.encode(g, &mut ticks);
+        }
+        let cmd = SerialCmd {
+            ticks: self.out.goals.map(|_| ticks),
+            board: self.out.board,
+        };
+        if commands.try_send(cmd).is_err() {
+            summary.commands_dropped += 1;
+        }
+        let record = Record {
+            cycle: self.cycle,
+            lateness_ns: tick.lateness.as_nanos() as u64,
+            compute_ns: woke.elapsed().as_nanos() as u64,
+            missed_deadline: tick.missed,
+            link_up: self.link_up,
+            input,
+            output: self.out,
+            ticks,
+        };
+        if let Some(t) = telemetry
+            && t.try_send(record).is_err()
+        {
+            summary.records_dropped += 1;
+        }
+        self.cycle += 1;
+        summary.cycles += 1;
+        summary.missed_deadlines += u64::from(tick.missed);
+        summary.max_lateness = summary.max_lateness.max(tick.lateness);
+        summary.goals_limited += u64::from(self.out.limited);
+        if self.out.phase != prev {
+            // Phase changes are rare (a handful per run): the push may allocate, the steady
+            // loop never reaches it.
+            summary.phases.push(self.out.phase);
+        }
+        record
+    }
+
+    pub fn output(&self) -> &Output {
+        &self.out
+    }
+}
+
+/// Everything `run` needs besides the config.
+pub struct RunOptions {
+    pub bundle: PathBuf,
+    /// Stop (lower and switch off) after this long; `None` runs until SIGINT/SIGTERM.
+    pub duration: Option<Duration>,
+    /// Set by the signal handlers (or a test) to stop.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Loads and checks the bundle for this robot and config.
+pub fn load_bundle(cfg: &RuntimeConfig, path: &Path) -> Result<Bundle> {
+    let mut keys = Vec::new();
+    for k in &cfg.install.trusted_keys {
+        keys.push(
+            clawrl_bundle::load_public_key(k)
+                .with_context(|| format!("trusted key {}", k.display()))?,
+        );
+    }
+    let trust = Trust {
+        keys,
+        require_signature: cfg.install.require_signature,
+    };
+    let bundle = clawrl_bundle::read(path, &trust)?;
+    let mut expect = crate::install::RobotExpectation::claw_quadruped();
+    expect.control_rate_hz = Some(cfg.control.rate_hz);
+    crate::install::check_bundle(&bundle, &expect)?;
+    Ok(bundle)
+}
+
+/// Builds the controller a bundle describes.
+pub fn controller_for(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<ControlLoop<Student>> {
+    let m = &bundle.manifest;
+    let map = m
+        .action
+        .map
+        .clone()
+        .with_context(|| format!("bundle {}: no action map", bundle.path.display()))?;
+    let student = Student::from_bundle(bundle)?;
+    let obs = ObservationBuilder::from_manifest(m)
+        .map_err(|e| anyhow::anyhow!("bundle {}: {e}", bundle.path.display()))?;
+    let safety = cfg.safety(Some(&map.joint_limits));
+    let limits = safety.joint_limits;
+    Ok(ControlLoop::new(
+        Controller::new(student, obs, map, safety),
+        &limits,
+    ))
+}
+
+/// Opens the port and brings the board to a known state (torque off, faults cleared).
+pub fn connect(cfg: &RuntimeConfig) -> Result<Link> {
+    let s = &cfg.serial;
+    let mut link = Link::open(&s.port, s.baud, Duration::from_millis(s.answer_timeout_ms))?;
+    let info = link
+        .handshake(cfg.safety.board_watchdog_ms, cfg.safety.behaviour_code())
+        .with_context(|| format!("board on {}", s.port))?;
+    if info.faults != 0 {
+        eprintln!(
+            "clawrl-runtime: the board had latched faults {:#06x} (state {}); cleared them at start-up",
+            info.faults, info.state
+        );
+    }
+    Ok(link)
+}
+
+/// Runs the robot until stopped.
+pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
+    let bundle = load_bundle(cfg, &opts.bundle)?;
+    let mut control = controller_for(cfg, &bundle)?;
+    let link = connect(cfg)?;
+    let mut summary = Summary::default();
+
+    let (cmd_tx, cmd_rx) = bounded::<SerialCmd>(2);
+    let (ev_tx, ev_rx) = bounded::<SerialEvent>(16);
+    let telemetry = start_telemetry(cfg, &bundle, &mut summary)?;
+    let serial_cfg = cfg.serial.clone();
+    let serial = std::thread::Builder::new()
+        .name("serial".into())
+        .spawn(move || serial_thread(link, &serial_cfg, &cmd_rx, &ev_tx))?;
+
+    let (rt_prio, cpu) = (cfg.control.realtime_priority, cfg.control.cpu);
+    if let Some(w) = make_realtime(rt_prio, cpu) {
+        eprintln!("clawrl-runtime: warning: {w}");
+        summary.warnings.push(w);
+    }
+    let mut rate = FixedRate::new(
+        cfg.control.rate_hz,
+        Duration::from_micros(cfg.control.spin_us),
+    );
+    let start = Instant::now();
+    let ch = Channels {
+        events: ev_rx,
+        commands: cmd_tx,
+        telemetry: telemetry.as_ref().map(|(tx, _)| tx.clone()),
+    };
+    loop {
+        let tick = rate.wait();
+        let woke = Instant::now();
+        let timed_out = opts.duration.is_some_and(|d| start.elapsed() >= d);
+        let stop = opts.stop.load(Ordering::Relaxed) || timed_out;
+        control.cycle(&ch, stop, tick, woke, &mut summary);
+        if control.output().done {
+            break;
+        }
+    }
+    // Closing the command channel lets the serial thread send the last command and exit.
+    drop(ch);
+    serial
+        .join()
+        .map_err(|_| anyhow::anyhow!("the serial thread panicked"))?;
+    if let Some((tx, handle)) = telemetry {
+        drop(tx);
+        handle
+            .join()
+            .map_err(|_| anyhow::anyhow!("the telemetry thread panicked"))??;
+    }
+    summary.final_phase = Some(control.output().phase);
+    Ok(summary)
+}
+
+type Telemetry = (Sender<Record>, std::thread::JoinHandle<std::io::Result<()>>);
+
+fn start_telemetry(
+    cfg: &RuntimeConfig,
+    bundle: &Bundle,
+    summary: &mut Summary,
+) -> Result<Option<Telemetry>> {
+    if cfg.telemetry.dir.as_os_str().is_empty() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(&cfg.telemetry.dir)
+        .with_context(|| format!("telemetry.dir {}", cfg.telemetry.dir.display()))?;
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let path = cfg.telemetry.dir.join(format!("run-{unix}.log"));
+    let header = Header {
+        bundle: std::fs::canonicalize(&bundle.path).unwrap_or(bundle.path.clone()),
+        bundle_sha256: clawrl_bundle::file_sha256(&bundle.path)?,
+        safety: cfg.safety(
+            bundle
+                .manifest
+                .action
+                .map
+                .as_ref()
+                .map(|m| &m.joint_limits[..]),
+        ),
+        record_len: RECORD_LEN,
+    };
+    let mut writer = LogWriter::create(&path, &header)
+        .with_context(|| format!("creating {}", path.display()))?;
+    summary.log = Some(path);
+    // About 10 s of records at 500 Hz: the disk may stall, the loop must not.
+    let (tx, rx) = bounded::<Record>(5000);
+    let handle = std::thread::Builder::new()
+        .name("telemetry".into())
+        .spawn(move || {
+            for r in rx {
+                writer.write(&r)?;
+            }
+            writer.flush()
+        })?;
+    Ok(Some((tx, handle)))
+}
+
+fn serial_thread(
+    mut link: Link,
+    cfg: &crate::config::SerialConfig,
+    commands: &Receiver<SerialCmd>,
+    events: &Sender<SerialEvent>,
+) {
+    let mut up = true;
+    let mut next_attempt = Instant::now();
+    let retry = Duration::from_millis(cfg.reconnect_ms);
+    loop {
+        let cmd = match commands.recv_timeout(retry) {
+            Ok(c) => Some(c),
+            Err(crossbeam::channel::RecvTimeoutError::Timeout) => None,
+            Err(crossbeam::channel::RecvTimeoutError::Disconnected) => break,
+        };
+        if !up {
+            if Instant::now() >= next_attempt {
+                next_attempt = Instant::now() + retry;
+                if let Some(l) = reopen(cfg) {
+                    link = l;
+                    up = true;
+                    let _ = events.try_send(SerialEvent::Up);
+                }
+            }
+            if !up {
+                continue;
+            }
+        }
+        let Some(cmd) = cmd else { continue };
+        match serve(&mut link, &cmd) {
+            Ok(state) => {
+                let _ = events.try_send(SerialEvent::State(state));
+            }
+            // A board that does not answer in time: no reading this cycle (the controller's
+            // stale counter decides), but the port itself is fine.
+            Err(LinkError::Timeout { .. } | LinkError::BadAnswer { .. }) => {}
+            Err(_) => {
+                up = false;
+                next_attempt = Instant::now() + retry;
+                let _ = events.try_send(SerialEvent::Down);
+            }
+        }
+    }
+}
+
+/// One cycle on the wire: goals, then the board command, then the reading.
+fn serve(link: &mut Link, cmd: &SerialCmd) -> Result<BoardState, LinkError> {
+    if let Some(t) = &cmd.ticks {
+        link.sync_write_goals(t)?;
+    }
+    let code = match cmd.board {
+        BoardCommand::None => None,
+        BoardCommand::Enable => Some(board::command::ENABLE),
+        BoardCommand::Disable => Some(board::command::DISABLE),
+        BoardCommand::EStop => Some(board::command::ESTOP),
+    };
+    if let Some(c) = code {
+        // Refusals (DISABLE while the board is in fault) are the board being safe already.
+        match link.command(c) {
+            Ok(()) | Err(LinkError::Refused { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    link.read_state()
+}
+
+/// Reopens the port after a failure: the board must answer with its model number.
+fn reopen(cfg: &crate::config::SerialConfig) -> Option<Link> {
+    let mut link = Link::open(
+        &cfg.port,
+        cfg.baud,
+        Duration::from_millis(cfg.answer_timeout_ms),
+    )
+    .ok()?;
+    link.ping(ids::BOARD, board::MODEL_NUMBER).ok()?;
+    Some(link)
+}
+
+/// SCHED_FIFO at `priority` and pinning to `cpu`, for the calling thread. Returns one warning
+/// naming what the system refused (both usually need root or CAP_SYS_NICE).
+pub fn make_realtime(priority: i32, cpu: i32) -> Option<String> {
+    let mut refused = Vec::new();
+    if priority > 0 {
+        let param = libc::sched_param {
+            sched_priority: priority,
+        };
+        // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+            refused.push(format!(
+                "SCHED_FIFO priority {priority} ({})",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    if cpu >= 0 {
+        // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it.
+        let ok = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        };
+        if !ok {
+            refused.push(format!(
+                "pinning to CPU {cpu} ({})",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    (!refused.is_empty()).then(|| {
+        format!(
+            "running without {}; wake-up times will be those of an ordinary thread (run as root or grant CAP_SYS_NICE)",
+            refused.join(" and ")
+        )
+    })
+}
