@@ -285,17 +285,15 @@ impl<P: Act> Controller<P> {
                     self.enter(Phase::Standing);
                 }
             }
-            Phase::Standing if self.k >= self.cfg.cycles(self.cfg.stand_s) => {
+            Phase::Standing if self.k > self.cfg.cycles(self.cfg.stand_s) => {
                 self.obs.restart();
                 self.last_action = [0.0; NUM_SERVOS];
                 self.enter(Phase::FadeIn);
             }
-            Phase::FadeIn if self.k >= self.cfg.cycles(self.cfg.fade_s) => {
+            Phase::FadeIn if self.k > self.cfg.cycles(self.cfg.fade_s) => {
                 self.enter(Phase::Running)
             }
-            Phase::Lowering if self.k >= self.cfg.cycles(self.cfg.lower_s) => {
-                self.enter(Phase::Off)
-            }
+            Phase::Lowering if self.k > self.cfg.cycles(self.cfg.lower_s) => self.enter(Phase::Off),
             _ => {}
         }
         // Commands to the board on entry to the safe phases (and again every cycle after:
@@ -307,10 +305,10 @@ impl<P: Act> Controller<P> {
         }
     }
 
-    /// Fraction of the current interpolation done after this cycle, smoothed (no jerk at
-    /// either end).
+    /// Fraction of the current interpolation done in this cycle, smoothed (no jerk at either
+    /// end): exactly 0 in the phase's first cycle, exactly 1 in its last.
     fn progress(&self, seconds: f64) -> f64 {
-        let t = (f64::from(self.k + 1) / f64::from(self.cfg.cycles(seconds))).min(1.0);
+        let t = (f64::from(self.k) / f64::from(self.cfg.cycles(seconds))).min(1.0);
         t * t * (3.0 - 2.0 * t)
     }
 
@@ -394,4 +392,268 @@ pub fn tilt(s: &BoardState) -> f64 {
 /// The robot's joint limits, or a bundle's stricter ones.
 pub fn robot_limits() -> [[f64; 2]; NUM_SERVOS] {
     JOINT_LIMITS
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::synthetic;
+
+    /// A policy that returns `value` in every entry, or NaN from cycle `nan_from` on.
+    struct Fixed {
+        value: f32,
+        nan_from: Option<u32>,
+        calls: Cell<u32>,
+    }
+
+    impl Act for Fixed {
+        fn act(&self, _obs: &[f32], out: &mut [f32]) -> Result<(), InferenceError> {
+            let n = self.calls.get();
+            self.calls.set(n + 1);
+            let nan = self.nan_from.is_some_and(|k| n >= k);
+            out.fill(if nan { f32::NAN } else { self.value });
+            Ok(())
+        }
+    }
+
+    fn cfg() -> SafetyConfig {
+        SafetyConfig {
+            rate_hz: 50.0,
+            stand_s: 0.2,
+            fade_s: 0.2,
+            lower_s: 0.2,
+            max_joint_speed: 5.0,
+            tilt_limit: 45f64.to_radians(),
+            stale_cycles: 3,
+            joint_limits: JOINT_LIMITS,
+            command: [0.3, 0.0, 0.0],
+        }
+    }
+
+    fn controller(value: f32, nan_from: Option<u32>) -> Controller<Fixed> {
+        let (m, _) = synthetic::quadruped_parts(&[8], 0, 1);
+        let obs = ObservationBuilder::from_manifest(&m).unwrap();
+        let map = m.action.map.clone().unwrap();
+        let policy = Fixed {
+            value,
+            nan_from,
+            calls: Cell::new(0),
+        };
+        Controller::new(policy, obs, map, cfg())
+    }
+
+    fn reading(pose: [f64; NUM_SERVOS]) -> BoardState {
+        let mut s = BoardState::default();
+        s.sensors.quat = [1.0, 0.0, 0.0, 0.0];
+        s.sensors.joint_pos = pose;
+        s
+    }
+
+    fn fresh(c: &mut Controller<Fixed>, out: &mut Output, n: usize) -> Vec<Output> {
+        (0..n)
+            .map(|_| {
+                let pose = out.goals.unwrap_or(REST_POSE);
+                c.step(
+                    &Input {
+                        state: Some(reading(pose)),
+                        stop: false,
+                    },
+                    out,
+                );
+                *out
+            })
+            .collect()
+    }
+
+    fn inside(g: &[f64; NUM_SERVOS]) -> bool {
+        g.iter()
+            .zip(JOINT_LIMITS)
+            .all(|(v, [lo, hi])| *v >= lo && *v <= hi)
+    }
+
+    #[test]
+    fn start_up_runs_in_order_and_no_goal_moves_faster_than_the_rate_limit() {
+        // +5 is far outside the action clip: the targets sit on the joint limits.
+        let mut c = controller(5.0, None);
+        let mut out = Output::default();
+        let outs = fresh(&mut c, &mut out, 60);
+        let mut phases: Vec<Phase> = outs.iter().map(|o| o.phase).collect();
+        phases.dedup();
+        assert_eq!(
+            phases,
+            [Phase::Standing, Phase::FadeIn, Phase::Running],
+            "the first reading enables"
+        );
+        assert_eq!(outs[0].board, BoardCommand::Enable);
+        assert_eq!(
+            outs[0].goals,
+            Some(REST_POSE),
+            "torque on where the joints are"
+        );
+        let step = 5.0 / 50.0 + 1e-12;
+        let goals: Vec<_> = outs.iter().filter_map(|o| o.goals).collect();
+        for w in goals.windows(2) {
+            assert!(inside(&w[1]));
+            for i in 0..NUM_SERVOS {
+                assert!((w[1][i] - w[0][i]).abs() <= step, "servo {i}: {w:?}");
+            }
+        }
+        assert!(outs.iter().any(|o| o.limited > 0), "the rate limit acted");
+    }
+
+    #[test]
+    fn stricter_configured_limits_win_over_the_bundle_map() {
+        let (m, _) = synthetic::quadruped_parts(&[8], 0, 1);
+        let mut cfg = cfg();
+        cfg.joint_limits[1] = [0.5, 1.0];
+        let policy = Fixed {
+            value: 5.0,
+            nan_from: None,
+            calls: Cell::new(0),
+        };
+        let obs = ObservationBuilder::from_manifest(&m).unwrap();
+        let mut c = Controller::new(policy, obs, m.action.map.clone().unwrap(), cfg);
+        let mut out = Output::default();
+        let outs = fresh(&mut c, &mut out, 60);
+        let g: Vec<f64> = outs.iter().filter_map(|o| o.goals).map(|g| g[1]).collect();
+        assert!(g.iter().all(|v| (0.5..=1.0).contains(v)), "{g:?}");
+        assert_eq!(
+            *g.last().unwrap(),
+            1.0,
+            "the policy pushes against the limit"
+        );
+    }
+
+    #[test]
+    fn a_reading_outside_the_limits_starts_from_the_nearest_limit() {
+        let mut c = controller(0.0, None);
+        let mut out = Output::default();
+        let mut pose = DEFAULT_POSE;
+        pose[2] = 0.5; // knee past its upper limit (-0.6)
+        pose[0] = f64::NAN;
+        c.step(
+            &Input {
+                state: Some(reading(pose)),
+                stop: false,
+            },
+            &mut out,
+        );
+        let g = out.goals.unwrap();
+        assert_eq!(g[2], JOINT_LIMITS[2][1]);
+        assert_eq!(
+            g[0], 0.0,
+            "a NaN reading starts from the middle of its range"
+        );
+    }
+
+    #[test]
+    fn a_nan_action_latches_the_fault_and_holds_the_last_goal() {
+        let mut c = controller(0.1, Some(15));
+        let mut out = Output::default();
+        let outs = fresh(&mut c, &mut out, 40);
+        let first = outs
+            .iter()
+            .position(|o| o.phase == Phase::Fault(Fault::NonFinite))
+            .unwrap();
+        let held = outs[first - 1].goals.unwrap();
+        assert!(outs[first..].iter().all(|o| o.goals == Some(held)));
+        assert!(outs[first..].iter().all(|o| o.phase == outs[first].phase));
+        // A stop lowers it from the held goal and switches the torque off.
+        let mut n = 0;
+        while !out.done {
+            c.step(
+                &Input {
+                    state: Some(reading(held)),
+                    stop: true,
+                },
+                &mut out,
+            );
+            n += 1;
+            assert!(n < 100);
+        }
+        assert_eq!(out.board, BoardCommand::Disable);
+    }
+
+    #[test]
+    fn a_tilt_past_the_limit_latches_the_e_stop() {
+        let mut c = controller(0.0, None);
+        let mut out = Output::default();
+        fresh(&mut c, &mut out, 30);
+        let mut fallen = reading(DEFAULT_POSE);
+        let a = 60f64.to_radians() / 2.0;
+        fallen.sensors.quat = [a.cos(), a.sin(), 0.0, 0.0];
+        c.step(
+            &Input {
+                state: Some(fallen),
+                stop: false,
+            },
+            &mut out,
+        );
+        assert_eq!(
+            (out.phase, out.board, out.goals),
+            (Phase::EStop, BoardCommand::EStop, None)
+        );
+        // Upright again: still e-stopped, still telling the board.
+        let outs = fresh(&mut c, &mut out, 5);
+        assert!(
+            outs.iter()
+                .all(|o| o.phase == Phase::EStop && o.board == BoardCommand::EStop)
+        );
+        c.step(
+            &Input {
+                state: None,
+                stop: true,
+            },
+            &mut out,
+        );
+        assert_eq!(
+            (out.phase, out.board, out.done),
+            (Phase::Off, BoardCommand::Disable, true)
+        );
+    }
+
+    #[test]
+    fn missing_readings_become_the_stale_fault_after_the_configured_cycles() {
+        let mut c = controller(0.0, None);
+        let mut out = Output::default();
+        fresh(&mut c, &mut out, 30);
+        let last = out.goals.unwrap();
+        let none = Input {
+            state: None,
+            stop: false,
+        };
+        c.step(&none, &mut out);
+        c.step(&none, &mut out);
+        assert_eq!(
+            out.phase,
+            Phase::Running,
+            "two missing readings are tolerated"
+        );
+        c.step(&none, &mut out);
+        assert_eq!(out.phase, Phase::Fault(Fault::Stale));
+        assert!(out.goals.is_some());
+        // Fresh readings again do not bring the policy back.
+        fresh(&mut c, &mut out, 5);
+        assert_eq!(out.phase, Phase::Fault(Fault::Stale));
+        let _ = last;
+    }
+
+    #[test]
+    fn the_board_alert_bit_hands_over_to_the_board() {
+        let mut c = controller(0.0, None);
+        let mut out = Output::default();
+        fresh(&mut c, &mut out, 30);
+        let mut s = reading(out.goals.unwrap());
+        s.alert = true;
+        c.step(
+            &Input {
+                state: Some(s),
+                stop: false,
+            },
+            &mut out,
+        );
+        assert_eq!((out.phase, out.goals), (Phase::Fault(Fault::Board), None));
+    }
 }

@@ -144,7 +144,8 @@ impl GoalEncoder {
     pub fn encode(&self, targets: &[f64; NUM_SERVOS], out: &mut [i32; NUM_SERVOS]) {
         for i in 0..NUM_SERVOS {
             let [lo, hi] = self.ticks[i];
-            let t = units::rad_to_ticks(targets[i] as f32);
+            // Bounded first: ticks of a huge angle would overflow i32.
+            let t = units::rad_to_ticks(targets[i].clamp(-10.0, 10.0) as f32);
             out[i] = if targets[i].is_nan() {
                 lo
             } else {
