@@ -1,9 +1,10 @@
 //! `clawrl-runtime run`: three threads joined by crossbeam channels.
 //!
-//! - **control** (real-time priority and a pinned CPU when the system allows): wakes on absolute
-//!   deadlines ([`crate::rate::FixedRate`]), takes the newest reading, runs one
-//!   [`Controller::step`], hands the goals to the serial thread and a record to telemetry.
-//!   It never blocks on either: both channels are bounded and used with `try_send`.
+//! - **control** (the thread that calls [`run`]; real-time priority and a pinned CPU when the
+//!   system allows): wakes on absolute deadlines ([`crate::rate::FixedRate`]), takes the newest
+//!   reading, runs one [`Controller::step`], hands the goals to the serial thread and a record
+//!   to telemetry. It never blocks on either (bounded channels, `try_send`), except to hand
+//!   over the final DISABLE.
 //! - **serial**: for each command, PROTOCOL.md's recommended cycle (SYNC WRITE of the goals,
 //!   then one READ of the robot state), the board command if any, and the reading back to
 //!   control. When the port fails it reports the link down and reopens it every
@@ -132,9 +133,14 @@ impl<P: Act> ControlLoop<P> {
             ticks: self.out.goals.map(|_| ticks),
             board: self.out.board,
         };
-        if commands.try_send(cmd).is_err() {
-            summary.commands_dropped += 1;
-        }
+        // The loop never waits for the serial thread, except for the very last command
+        // (DISABLE): that one must reach the wire.
+        let sent = if self.out.done {
+            commands.send(cmd).is_ok()
+        } else {
+            commands.try_send(cmd).is_ok()
+        };
+        summary.commands_dropped += u64::from(!sent);
         let record = Record {
             cycle: self.cycle,
             lateness_ns: tick.lateness.as_nanos() as u64,

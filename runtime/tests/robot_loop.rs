@@ -384,3 +384,78 @@ fn sigterm_lowers_the_robot_and_disables_the_torque_before_exit() {
         .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Idle)
         .expect("torque off");
 }
+
+/// A device on a pseudo-terminal that answers every PING with `model`.
+fn impostor(model: u16) -> (tempfile::TempDir, std::thread::JoinHandle<()>, PathBuf) {
+    use clawrl_protocol::{Decoder, encode_status};
+    use serialport::SerialPort;
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut master, slave) = serialport::TTYPort::pair().unwrap();
+    master.set_timeout(Duration::from_millis(5)).unwrap();
+    let link = dir.path().join("ttyIMPOSTOR");
+    std::os::unix::fs::symlink(slave.name().unwrap(), &link).unwrap();
+    let h = std::thread::spawn(move || {
+        let _slave = slave;
+        let mut d: Decoder<1024> = Decoder::new();
+        let (mut buf, mut out) = ([0u8; 256], [0u8; 64]);
+        let end = std::time::Instant::now() + Duration::from_secs(2);
+        while std::time::Instant::now() < end {
+            let Ok(n) = master.read(&mut buf) else {
+                continue;
+            };
+            let mut answers = Vec::new();
+            for &b in &buf[..n] {
+                d.push(b);
+                while let Some(Ok(p)) = d.next_event() {
+                    let [lo, hi] = model.to_le_bytes();
+                    let k = encode_status(&mut out, p.id, 0, &[lo, hi, 38]).unwrap();
+                    answers.extend_from_slice(&out[..k]);
+                }
+            }
+            master.write_all(&answers).unwrap();
+        }
+    });
+    (dir, h, link)
+}
+
+#[test]
+fn a_device_with_the_wrong_model_number_is_refused_by_name() {
+    let rig = rig();
+    let bundle = installed_bundle(&rig);
+    // Model 1030 (an XM430 servo, the e-Manual's PING example) where the board should be.
+    let (_dir, h, link) = impostor(1030);
+    let mut o = overrides(&rig);
+    o[0] = format!("serial.port={:?}", link.display().to_string());
+    let cfg = RuntimeConfig::load(&repo().join("configs/runtime/robot.toml"), &o).unwrap();
+    let e = format!("{:#}", run_for(&cfg, &bundle, 1.0).unwrap_err());
+    assert!(
+        e.contains("device 100 answered model number 0x0406, expected 0xc1b0"),
+        "{e}"
+    );
+    h.join().unwrap();
+}
+
+#[test]
+fn a_config_with_an_unknown_or_out_of_range_key_names_the_file_and_the_key() {
+    let path = repo().join("configs/runtime/robot.toml");
+    let e = RuntimeConfig::load(&path, &["safety.tilt_limit_deg=200".into()]).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("robot.toml") && text.contains("safety.tilt_limit_deg"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("robot.toml");
+    let body = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &bad,
+        body.replace("[serial]\n", "[serial]\nparity = \"even\"\n"),
+    )
+    .unwrap();
+    let text = RuntimeConfig::load(&bad, &[]).unwrap_err().to_string();
+    assert!(text.contains("parity"), "{text}");
+    std::fs::write(&bad, body.replace("stale_cycles = 5\n", "")).unwrap();
+    let text = RuntimeConfig::load(&bad, &[]).unwrap_err().to_string();
+    assert!(text.contains("stale_cycles"), "{text}");
+}
