@@ -30,6 +30,7 @@ pub use report::simulate_report;
 use crate::env::{EpisodeLog, check_action};
 use crate::rng::{SimRng, rng, uniform};
 use crate::{ActionMap, Env, EnvSpec, ObsSource, OnboardLayout, SimError, Telemetry, model};
+use clawrl_robot::OnboardSensors;
 use math::{Vec3, axis_angle, dot, mul, rotate, rotate_inv};
 use observation::{ONBOARD_DIM, PRIVILEGED_DIM};
 use reward::{NUM_TERMS, RewardInputs, TERMS};
@@ -86,6 +87,8 @@ pub struct QuadrupedEnv {
     air_time: [f64; NUM_FEET],
     contact: [bool; NUM_FEET],
     term_sums: [f64; NUM_TERMS],
+    /// The raw sensor readings the onboard observation was last built from (before noise).
+    sensors: OnboardSensors,
     onboard: [f32; ONBOARD_DIM],
     privileged: [f32; PRIVILEGED_DIM],
 }
@@ -143,6 +146,7 @@ impl QuadrupedEnv {
             air_time: [0.0; NUM_FEET],
             contact: [false; NUM_FEET],
             term_sums: [0.0; NUM_TERMS],
+            sensors: OnboardSensors::default(),
             onboard: [0.0; ONBOARD_DIM],
             privileged: [0.0; PRIVILEGED_DIM],
         }
@@ -168,6 +172,17 @@ impl QuadrupedEnv {
 
     pub fn command(&self) -> [f64; 3] {
         self.command
+    }
+
+    /// The raw sensor readings the current onboard observation was built from, before sensor
+    /// noise: what the robot's runtime would read (hil-tests check its observation against ours).
+    pub fn onboard_sensors(&self) -> OnboardSensors {
+        self.sensors
+    }
+
+    /// The action of the last step as the observation records it (clipped; zero after a reset).
+    pub fn last_action(&self) -> [f32; NUM_SERVOS] {
+        self.action
     }
 
     /// Turns the servos off (zero gain and torque) until the next reset: the robot goes limp.

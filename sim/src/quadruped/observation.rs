@@ -78,6 +78,7 @@ impl QuadrupedEnv {
         for (o, v) in self.onboard.iter_mut().zip(values) {
             *o = v as f32;
         }
+        self.sensors = sensors;
 
         let extra = self.privileged_extra();
         self.privileged[..ONBOARD_DIM].copy_from_slice(&self.onboard);
