@@ -44,12 +44,7 @@ pub const BUNDLE_FILE: &str = "bundle.clawrl";
 /// The install record's name inside a slot.
 pub const RECORD_FILE: &str = "installed.json";
 /// Network kinds the runtime can run (the policy registry's built-in kinds).
-pub const NETWORK_KINDS: [&str; 4] = [
-    "gaussian_mlp",
-    "gaussian_mlp_state_std",
-    "squashed_gaussian_mlp",
-    "temporal_conv",
-];
+pub use crate::inference::SUPPORTED_KINDS as NETWORK_KINDS;
 
 /// Why an install, a rollback or a status query was refused. Every message is one sentence
 /// that names the file and the field or step.

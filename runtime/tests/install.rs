@@ -1,0 +1,445 @@
+//! Install, A/B slots and rollback as the robot runs them: the `clawrl-runtime` binary killed
+//! at every install step (`CLAWRL_INSTALL_ABORT_AT`), then a clean install and a rollback; and
+//! every kind of bad bundle refused with a clear message and the current slot untouched.
+mod common;
+
+/// The signal `std::process::abort` raises.
+const SIGABRT: i32 = 6;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use clawrl_bundle::{Trust, generate_keypair, save_public_key};
+use clawrl_robot::{ObsSource, OnboardLayout};
+use clawrl_runtime::install::{
+    self, ABORT_ENV, InstallError, RobotExpectation, SlotState, Step, check_bundle,
+};
+use common::{quadruped_bundle, quadruped_parts, signed_quadruped_bundle, write_bundle};
+
+fn runtime(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_clawrl-runtime"));
+    c.env_remove(ABORT_ENV).args(args);
+    c
+}
+
+fn out(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn install_cmd(root: &Path, bundle: &Path) -> Command {
+    let mut c = runtime(&["install"]);
+    c.arg(bundle).arg("--root").arg(root);
+    c
+}
+
+fn ok(c: &mut Command) -> String {
+    let o = c.output().unwrap();
+    let (stdout, stderr) = out(&o);
+    assert!(o.status.success(), "{c:?} failed:\n{stdout}\n{stderr}");
+    stdout
+}
+
+/// Runs and expects exit status 1 with one `error:` line; returns it.
+fn refused(c: &mut Command) -> String {
+    let o = c.output().unwrap();
+    let (stdout, stderr) = out(&o);
+    assert_eq!(o.status.code(), Some(1), "{c:?}:\n{stdout}\n{stderr}");
+    let line = stderr.trim_end();
+    assert!(
+        line.starts_with("error: ") && !line.contains('\n'),
+        "one error line expected: {stderr}"
+    );
+    line.to_string()
+}
+
+/// Every file (bytes) and symlink (target) under `root` but the lock file, sorted.
+fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut v = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let t = e.file_type().unwrap();
+            if t.is_symlink() {
+                let target = std::fs::read_link(&p).unwrap();
+                v.push((p, target.into_os_string().into_encoded_bytes()));
+            } else if t.is_dir() {
+                stack.push(p);
+            } else if p.file_name().unwrap() != ".lock" {
+                let bytes = std::fs::read(&p).unwrap();
+                v.push((p, bytes));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+fn current_bytes(root: &Path) -> Vec<u8> {
+    std::fs::read(install::current_bundle(root).unwrap()).unwrap()
+}
+
+#[test]
+fn an_install_killed_at_any_step_leaves_the_old_bundle_current_then_a_clean_one_switches_and_rollback_returns()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let old = quadruped_bundle(dir.path(), 1);
+    let new = quadruped_bundle(dir.path(), 2);
+    let old_bytes = std::fs::read(&old).unwrap();
+    let new_bytes = std::fs::read(&new).unwrap();
+    assert_ne!(old_bytes, new_bytes);
+
+    // Killed before anything was ever installed: still nothing installed.
+    let o = install_cmd(&root, &old)
+        .env(ABORT_ENV, "SwitchCurrent")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.signal(), Some(SIGABRT), "{:?}", out(&o));
+    let e = install::current_bundle(&root).unwrap_err();
+    assert!(matches!(e, InstallError::NotInstalled { .. }), "{e}");
+
+    ok(&mut install_cmd(&root, &old));
+    let old_slot = install::status(&root).unwrap().current.unwrap();
+    let old_sha = install::status(&root)
+        .unwrap()
+        .current_installed()
+        .unwrap()
+        .record
+        .sha256
+        .clone();
+    assert_eq!(current_bytes(&root), old_bytes);
+
+    for step in Step::ALL {
+        let o = install_cmd(&root, &new)
+            .env(ABORT_ENV, step.name())
+            .output()
+            .unwrap();
+        let (_, stderr) = out(&o);
+        assert_eq!(
+            o.status.signal(),
+            Some(SIGABRT),
+            "killed at {step}: {stderr}"
+        );
+        assert!(stderr.contains(step.name()), "{stderr}");
+
+        let path = install::current_bundle(&root).unwrap();
+        assert_eq!(path, old_slot.bundle(&root), "after a kill at {step}");
+        assert_eq!(current_bytes(&root), old_bytes, "after a kill at {step}");
+        let s = install::status(&root).unwrap();
+        assert_eq!(s.current, Some(old_slot), "after a kill at {step}");
+        let cur = s
+            .current_installed()
+            .unwrap_or_else(|| panic!("after a kill at {step}: {s}"));
+        assert_eq!(cur.record.sha256, old_sha, "after a kill at {step}");
+        let shown = ok(runtime(&["status", "--root"]).arg(&root));
+        assert!(
+            shown.contains(&format!("slot {} (current", old_slot.name()))
+                && shown.contains(&old_sha),
+            "after a kill at {step}: {shown}"
+        );
+        // Nothing to roll back to: the old slot is the only bundle there is.
+        let e = refused(runtime(&["rollback", "--root"]).arg(&root));
+        assert!(
+            e.contains("cannot roll back"),
+            "after a kill at {step}: {e}"
+        );
+        assert_eq!(current_bytes(&root), old_bytes);
+    }
+
+    // A clean install switches to the other slot, and the old one becomes `previous`.
+    let said = ok(&mut install_cmd(&root, &new));
+    assert!(
+        said.contains(&format!("slot {}", old_slot.other().name())),
+        "{said}"
+    );
+    assert_eq!(
+        install::current_bundle(&root).unwrap(),
+        old_slot.other().bundle(&root)
+    );
+    assert_eq!(current_bytes(&root), new_bytes);
+    let s = install::status(&root).unwrap();
+    assert_eq!(
+        (s.current, s.previous),
+        (Some(old_slot.other()), Some(old_slot))
+    );
+    let shown = s.to_string();
+    for want in [
+        "claw_quadruped",
+        "gaussian_mlp",
+        "test-rev-2",
+        "test-rev-1",
+        "seed 2",
+        "evaluation: 10 episodes",
+        "(previous)",
+    ] {
+        assert!(shown.contains(want), "{want:?} missing from:\n{shown}");
+    }
+
+    // Rollback returns to the old bundle, and a second one goes forward again.
+    let said = ok(runtime(&["rollback", "--root"]).arg(&root));
+    assert!(
+        said.contains("rolled back") && said.contains(&old_sha),
+        "{said}"
+    );
+    assert_eq!(current_bytes(&root), old_bytes);
+    assert_eq!(
+        install::status(&root).unwrap().previous,
+        Some(old_slot.other())
+    );
+    install::rollback(&root).unwrap();
+    assert_eq!(current_bytes(&root), new_bytes);
+}
+
+#[test]
+fn rollback_refuses_without_a_previous_bundle_or_when_it_no_longer_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let e = install::rollback(&root).unwrap_err().to_string();
+    assert!(e.contains("no bundle is installed"), "{e}");
+    let t = Trust::default();
+    let q = RobotExpectation::claw_quadruped();
+    install::install(&root, &quadruped_bundle(dir.path(), 1), &t, &q).unwrap();
+    let e = install::rollback(&root).unwrap_err().to_string();
+    assert!(
+        e.contains("cannot roll back") && e.contains("previous"),
+        "{e}"
+    );
+
+    let first = install::status(&root).unwrap().current.unwrap();
+    install::install(&root, &quadruped_bundle(dir.path(), 2), &t, &q).unwrap();
+    // Damage the previous bundle: rollback must refuse and leave current alone.
+    let prev = first.bundle(&root);
+    let mut bytes = std::fs::read(&prev).unwrap();
+    let n = bytes.len();
+    bytes[n - 10] ^= 0x40;
+    std::fs::write(&prev, bytes).unwrap();
+    let before = snapshot(&root);
+    let e = install::rollback(&root).unwrap_err().to_string();
+    assert!(
+        e.contains("no longer verifies") && e.contains("integrity"),
+        "{e}"
+    );
+    assert_eq!(snapshot(&root), before);
+    let s = install::status(&root).unwrap();
+    assert!(
+        matches!(
+            &s.slots.iter().find(|(sl, _)| *sl == first).unwrap().1,
+            SlotState::Broken(_)
+        ),
+        "{s}"
+    );
+    assert!(s.to_string().contains("does not verify"), "{s}");
+}
+
+#[test]
+fn bad_bundles_are_refused_with_one_clear_line_and_the_current_slot_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = d.join("root");
+    ok(&mut install_cmd(&root, &quadruped_bundle(d, 1)));
+    let before = snapshot(&root);
+
+    // A flipped byte in the weights.
+    let good = quadruped_bundle(d, 3);
+    let corrupt = d.join("corrupt.clawrl");
+    let mut bytes = std::fs::read(&good).unwrap();
+    let n = bytes.len();
+    bytes[n - 20] ^= 0x01;
+    std::fs::write(&corrupt, bytes).unwrap();
+    let e = refused(&mut install_cmd(&root, &corrupt));
+    assert!(
+        e.contains("corrupt.clawrl") && e.contains("integrity check failed"),
+        "{e}"
+    );
+    assert_eq!(snapshot(&root), before);
+
+    // A cart-pole bundle.
+    let (mut m, _) = quadruped_parts(4);
+    m.robot.model = "cartpole".into();
+    m.observation.layout = OnboardLayout::cartpole();
+    m.observation.normalizer.mean = vec![0.0; 3];
+    m.observation.normalizer.var = vec![1.0; 3];
+    m.action.names = vec!["push".into()];
+    m.action.map = None;
+    let t = vec![
+        clawrl_bundle::Tensor::new("actor.0.weight", vec![3, 1], vec![0.1; 3]),
+        clawrl_bundle::Tensor::new("actor.0.bias", vec![1], vec![0.0]),
+    ];
+    m.network.parameters = 4;
+    let cartpole = write_bundle(&d.join("cartpole.clawrl"), &m, &t, None);
+    let e = refused(&mut install_cmd(&root, &cartpole));
+    assert!(
+        e.contains("cartpole.clawrl is not for this robot: robot.model is \"cartpole\""),
+        "{e}"
+    );
+    assert_eq!(snapshot(&root), before);
+
+    // Unsigned, signed by an untrusted key, with signatures required.
+    let me = generate_keypair();
+    let other = generate_keypair();
+    let me_pub = d.join("me.pub");
+    save_public_key(&me_pub, &me.verifying_key()).unwrap();
+    let strict = |c: &mut Command| {
+        c.arg("--require-signature").arg("--trust").arg(&me_pub);
+    };
+    let mut c = install_cmd(&root, &good);
+    strict(&mut c);
+    let e = refused(&mut c);
+    assert!(
+        e.contains("quadruped-3.clawrl")
+            && e.contains("signature check failed")
+            && e.contains("unsigned"),
+        "{e}"
+    );
+    assert_eq!(snapshot(&root), before);
+    let theirs = signed_quadruped_bundle(d, "theirs.clawrl", 5, &other);
+    let mut c = install_cmd(&root, &theirs);
+    strict(&mut c);
+    let e = refused(&mut c);
+    assert!(
+        e.contains("theirs.clawrl")
+            && e.contains("signature check failed")
+            && e.contains("not among the 1 trusted keys"),
+        "{e}"
+    );
+    assert_eq!(snapshot(&root), before);
+
+    // A typo in the test hook is refused, not ignored.
+    let e = refused(install_cmd(&root, &good).env(ABORT_ENV, "SwitchCurent"));
+    assert!(e.contains(ABORT_ENV) && e.contains("SwitchCurrent"), "{e}");
+    assert_eq!(snapshot(&root), before);
+
+    // Ours installs, and status names the signer.
+    let mine = signed_quadruped_bundle(d, "mine.clawrl", 6, &me);
+    let mut c = install_cmd(&root, &mine);
+    strict(&mut c);
+    ok(&mut c);
+    let shown = ok(runtime(&["status", "--root"]).arg(&root));
+    assert!(
+        shown.contains("Ed25519 by") && shown.contains("test-rev-6"),
+        "{shown}"
+    );
+}
+
+/// A change to a manifest.
+type Edit = dyn Fn(&mut clawrl_bundle::Manifest);
+
+/// `check_bundle` names the field of every kind of mismatch.
+#[test]
+fn check_bundle_names_the_field_that_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = RobotExpectation::claw_quadruped();
+    let check = |edit: &dyn Fn(&mut clawrl_bundle::Manifest), expect: &RobotExpectation| {
+        let (mut m, t) = quadruped_parts(7);
+        edit(&mut m);
+        let p = write_bundle(&dir.path().join("b.clawrl"), &m, &t, None);
+        let b = clawrl_bundle::read(&p, &Trust::default()).unwrap();
+        check_bundle(&b, expect).map_err(|e| e.to_string())
+    };
+    check(&|_| {}, &q).unwrap();
+    let cases: Vec<(&str, Box<Edit>, RobotExpectation)> = vec![
+        (
+            "robot.mjcf_sha256",
+            Box::new(|_| {}),
+            RobotExpectation {
+                mjcf_sha256: Some("ab".repeat(32)),
+                ..q.clone()
+            },
+        ),
+        (
+            "control_rate_hz is 50, this robot runs at 100 Hz",
+            Box::new(|_| {}),
+            RobotExpectation {
+                control_rate_hz: Some(100.0),
+                ..q.clone()
+            },
+        ),
+        (
+            "observation.source",
+            Box::new(|m| m.observation.source = ObsSource::Privileged),
+            q.clone(),
+        ),
+        (
+            "observation.layout.entries[4] is \"tilt\"",
+            Box::new(|m| m.observation.layout.entries[4].name = "tilt".into()),
+            q.clone(),
+        ),
+        (
+            "observation.layout.accelerometer_scale",
+            Box::new(|m| m.observation.layout.accelerometer_scale = 1.0),
+            q.clone(),
+        ),
+        (
+            "observation.layout.joint_offset",
+            Box::new(|m| m.observation.layout.joint_offset[0] = 0.1),
+            q.clone(),
+        ),
+        (
+            "action.map.joint_limits[2] (FL_knee) is [-2.6, 0]",
+            Box::new(|m| m.action.map.as_mut().unwrap().joint_limits[2] = [-2.6, 0.0]),
+            q.clone(),
+        ),
+        (
+            "action.map.default_pose[1] (FL_hip_pitch)",
+            Box::new(|m| m.action.map.as_mut().unwrap().default_pose[1] = 0.9),
+            q.clone(),
+        ),
+        (
+            "network.kind is \"transformer\"",
+            Box::new(|m| m.network.kind = "transformer".into()),
+            q.clone(),
+        ),
+        (
+            "robot.model is \"claw_quadruped\", this robot is \"biped\"",
+            Box::new(|_| {}),
+            RobotExpectation {
+                model: "biped".into(),
+                ..q.clone()
+            },
+        ),
+    ];
+    for (want, edit, expect) in cases {
+        let e = check(&*edit, &expect).unwrap_err();
+        assert!(
+            e.contains(want) && e.contains("b.clawrl is not for this robot"),
+            "{want:?} not in {e:?}"
+        );
+    }
+    // Stricter limits are fine.
+    check(
+        &|m| m.action.map.as_mut().unwrap().joint_limits[2] = [-2.0, -1.0],
+        &q,
+    )
+    .unwrap();
+    // Action names in another order (the map must follow, or the manifest check refuses).
+    let e = check(
+        &|m| {
+            m.action.names.swap(0, 1);
+            m.action.map.as_mut().unwrap().joint_names.swap(0, 1);
+        },
+        &q,
+    )
+    .unwrap_err();
+    assert!(e.contains("action.names[0] is \"FL_hip_pitch\""), "{e}");
+    // An action map is required.
+    let e = check(&|m| m.action.map = None, &q).unwrap_err();
+    assert!(e.contains("action.map is missing"), "{e}");
+}
+
+#[test]
+fn a_slot_link_that_was_not_written_by_install_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::os::unix::fs::symlink("/etc", root.join("current")).unwrap();
+    let e = install::current_bundle(&root).unwrap_err().to_string();
+    assert!(
+        e.contains("current") && e.contains("expected slots/a or slots/b"),
+        "{e}"
+    );
+}
