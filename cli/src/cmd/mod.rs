@@ -4,6 +4,7 @@ pub mod compare;
 pub mod distill;
 pub mod eval;
 pub mod export;
+pub mod flash;
 pub mod keygen;
 pub mod plot;
 pub mod simulate;
