@@ -89,21 +89,20 @@ impl Tap {
                     *sh.offers.lock().unwrap() += 1;
                 }
                 let mut idle = true;
-                if let Some((master, _)) = side.as_mut() {
-                    if let Ok(n) = master.read(&mut buf)
-                        && n > 0
-                    {
-                        idle = false;
-                        for &b in &buf[..n] {
-                            decoder.push(b);
-                            while let Some(ev) = decoder.next_event() {
-                                if let Ok(p) = ev {
-                                    sh.sent.lock().unwrap().push(classify(&p));
-                                }
+                if let Some((master, _)) = side.as_mut()
+                    && let Ok(n) = master.read(&mut buf)
+                    && n > 0
+                {
+                    idle = false;
+                    for &b in &buf[..n] {
+                        decoder.push(b);
+                        while let Some(ev) = decoder.next_event() {
+                            if let Ok(p) = ev {
+                                sh.sent.lock().unwrap().push(classify(&p));
                             }
                         }
-                        board.write_all(&buf[..n]).unwrap();
                     }
+                    board.write_all(&buf[..n]).unwrap();
                 }
                 if let Ok(n) = board.read(&mut buf)
                     && n > 0
