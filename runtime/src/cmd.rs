@@ -95,20 +95,75 @@ pub fn self_test(_: &SelfTestArgs) -> Result<String> {
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
-    /// Time the student's forward pass.
+    /// Time the student's forward pass (and candle's single ops, and the same network in
+    /// plain Rust loops).
     #[arg(long)]
     pub inference: bool,
     /// The bundle to time; default a synthetic student of the shipped shape.
     #[arg(long)]
     pub bundle: Option<PathBuf>,
-    /// Forward passes to time.
+    /// Forward passes (and control cycles) to time.
     #[arg(long, default_value_t = 20_000)]
     pub iterations: usize,
+    /// Time the control loop's wake-ups at each of --rates for --seconds.
+    #[arg(long)]
+    pub lateness: bool,
+    /// Also time them with a CPU-load neighbour: one busy thread per CPU, in this process.
+    #[arg(long)]
+    pub neighbour: bool,
+    /// Next to each, a Python sleep loop of the unitree-deploy kind at the same rate
+    /// (scripts/bench/python_sleep_loop.py).
+    #[arg(long)]
+    pub python: bool,
+    /// Time the whole control cycle (status packet in, observation, student, goals packet
+    /// out) against the wire time of the recommended cycle.
+    #[arg(long)]
+    pub cycle: bool,
+    /// Seconds per rate for --lateness and --python.
+    #[arg(long, default_value_t = 60.0)]
+    pub seconds: f64,
+    /// Loop rates, Hz.
+    #[arg(long, value_delimiter = ',', default_values_t = [50.0, 200.0, 500.0])]
+    pub rates: Vec<f64>,
+    /// The timer's busy-wait before each deadline, µs (configs/runtime/robot.toml's spin_us).
+    #[arg(long, default_value_t = 200)]
+    pub spin_us: u64,
+    /// Give the timer thread SCHED_FIFO (--priority) and pin it (--cpu), as `run` does.
+    #[arg(long)]
+    pub realtime: bool,
+    #[arg(long, default_value_t = 80)]
+    pub priority: i32,
+    /// CPU to pin the timer thread to with --realtime; -1 for none.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub cpu: i32,
+    /// The Python interpreter for --python.
+    #[arg(long, default_value = "python3")]
+    pub python_bin: String,
+    /// Baud rate of the wire-time limit for --cycle.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub baud: u32,
 }
 
 pub fn bench(a: &BenchArgs) -> Result<String> {
+    use crate::bench as b;
+    if !(a.inference || a.lateness || a.python || a.cycle) {
+        anyhow::bail!("nothing to time: pass --inference, --lateness, --python and/or --cycle");
+    }
+    anyhow::ensure!(
+        a.seconds > 0.0 && a.seconds.is_finite(),
+        "--seconds must be positive"
+    );
+    anyhow::ensure!(a.iterations > 0, "--iterations must be positive");
+    // Each figure goes to stderr as soon as it is measured, and all of them to stdout at the
+    // end: a long run that is interrupted still shows what it measured.
     let mut lines = Vec::new();
-    if a.inference {
+    let mut emit = |line: String| {
+        eprintln!("bench: {line}");
+        lines.push(line);
+    };
+    emit(format!("machine: {}", b::machine()));
+    emit(format!("load average at start: {}", b::load_average()));
+    if a.inference || a.cycle {
         let (bundle, what) = match &a.bundle {
             Some(p) => (
                 clawrl_bundle::read(p, &clawrl_bundle::Trust::default())?,
@@ -124,17 +179,110 @@ pub fn bench(a: &BenchArgs) -> Result<String> {
             }
         };
         let student = crate::inference::Student::from_bundle(&bundle)?;
-        let p = crate::bench::inference(&student, a.iterations)?;
-        lines.push(format!(
-            "inference ({what}, {} -> {:?} -> {}, {}): {p}",
+        let net = format!(
+            "{} -> {:?} -> {}",
             student.obs_dim(),
             student.config().hidden,
             student.action_dim(),
-            std::env::consts::ARCH
-        ));
+        );
+        if a.inference {
+            let p = b::inference(&student, a.iterations)?;
+            emit(format!(
+                "inference ({what}, {net}, {}): {p}",
+                std::env::consts::ARCH
+            ));
+            let hidden = student.config().hidden.first().copied().unwrap_or(64);
+            for (op, p) in b::candle_ops(student.obs_dim(), hidden, a.iterations)? {
+                emit(format!("candle op {op}: {p}"));
+            }
+            if let Some(p) = b::plain_forward(&bundle, a.iterations) {
+                emit(format!(
+                    "the same network in plain Rust loops (f32, no tensor library): {p}"
+                ));
+            }
+        }
+        if a.cycle {
+            let wire = b::WireTime::recommended_cycle(a.baud);
+            let t = b::cycle(&bundle, a.iterations)?;
+            emit(format!(
+                "control cycle (status packet decoded, observation, student {net}, limits, \
+                 goals encoded, SYNC WRITE written; Running): {}",
+                t.cycle
+            ));
+            emit(format!(
+                "  of which the forward pass: {} ({:.0} % of the cycle's time)",
+                t.forward,
+                100.0 * t.forward_share
+            ));
+            emit(format!(
+                "  wire time of the recommended cycle: {wire}; cycle p99.9 / wire time = {:.2} %",
+                100.0 * t.cycle.p999.as_secs_f64() / wire.duration().as_secs_f64()
+            ));
+        }
     }
-    if lines.is_empty() {
-        anyhow::bail!("nothing to time: pass --inference");
+    if a.lateness || a.python {
+        let script = b::python_script();
+        let spin = Duration::from_micros(a.spin_us);
+        let mut warned = false;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let loads: &[bool] = if a.neighbour {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        for &loaded in loads {
+            let neighbour = if loaded {
+                Some(b::Neighbour::start(cpus)?)
+            } else {
+                None
+            };
+            let load = match &neighbour {
+                Some(n) => format!("with {} busy neighbour threads", n.threads()),
+                None => "idle".to_string(),
+            };
+            for &hz in &a.rates {
+                anyhow::ensure!(hz > 0.0 && hz.is_finite(), "rates must be positive");
+                if a.lateness {
+                    let (realtime, priority, cpu) = (a.realtime, a.priority, a.cpu);
+                    let seconds = a.seconds;
+                    // A thread of its own, so that --realtime changes only the timer's
+                    // scheduling, as `run` changes only the control thread's.
+                    let (warning, l) = std::thread::Builder::new()
+                        .name("timer".into())
+                        .spawn(move || {
+                            let w = realtime
+                                .then(|| crate::run::make_realtime(priority, cpu))
+                                .flatten();
+                            (w, b::lateness(hz, Duration::from_secs_f64(seconds), spin))
+                        })?
+                        .join()
+                        .map_err(|_| anyhow::anyhow!("the timer thread panicked"))?;
+                    let sched = match (&warning, a.realtime) {
+                        (_, false) => String::new(),
+                        (None, true) => format!(", SCHED_FIFO {}", a.priority),
+                        (Some(_), true) => ", realtime refused".to_string(),
+                    };
+                    if let Some(w) = warning.filter(|_| !warned) {
+                        warned = true;
+                        emit(format!("warning: {w}"));
+                    }
+                    emit(format!(
+                        "lateness {hz} Hz, {} s, Rust FixedRate (spin {} us{}), {load}: {}, missed deadlines {}",
+                        a.seconds, a.spin_us, sched, l.lateness, l.missed
+                    ));
+                }
+                if a.python {
+                    let p = b::python_loop(&a.python_bin, &script, hz, a.seconds)?;
+                    emit(format!(
+                        "lateness {hz} Hz, {} s, Python {} time.sleep loop, {load}: {}, \
+                         started a period or more late {}, behind the absolute schedule by {:.1} ms at the end",
+                        a.seconds, p.python, p.lateness, p.missed, p.drift_ms
+                    ));
+                }
+            }
+            drop(neighbour);
+        }
     }
+    emit(format!("load average at end: {}", b::load_average()));
     Ok(lines.join("\n"))
 }

@@ -88,7 +88,15 @@ impl Link {
     /// behaviour are set.
     pub fn handshake(&mut self, watchdog_ms: u16, behaviour: u8) -> Result<BoardInfo, LinkError> {
         self.port.clear(serialport::ClearBuffer::All).ok();
-        let firmware = self.ping(ids::BOARD, board::MODEL_NUMBER)?;
+        // A board that is still booting gets two more chances; a wrong answer gets none.
+        let mut firmware = self.ping(ids::BOARD, board::MODEL_NUMBER);
+        for _ in 0..2 {
+            if !matches!(firmware, Err(LinkError::Timeout { .. })) {
+                break;
+            }
+            firmware = self.ping(ids::BOARD, board::MODEL_NUMBER);
+        }
+        let firmware = firmware?;
         for i in 0..NUM_SERVOS {
             self.ping(ids::servo_id(i), servo::MODEL_NUMBER)?;
         }

@@ -32,6 +32,12 @@ enum Command {
 }
 
 fn main() {
+    // candle splits even a 180x64 matmul across threads unless told otherwise (45 us instead of
+    // 3 us per matmul, BENCHMARKS.md); one student on a robot wants one thread.
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        // SAFETY: first thing in main, before any thread exists.
+        unsafe { std::env::set_var("RAYON_NUM_THREADS", "1") };
+    }
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Install(a) => install::run_install(a),

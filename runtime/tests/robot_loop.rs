@@ -47,6 +47,8 @@ fn overrides(rig: &Rig) -> Vec<String> {
     let d = rig.dir.path();
     vec![
         format!("serial.port={:?}", rig.tap.link().display().to_string()),
+        // A loaded 2-core CI machine runs the board, the tap and the tests side by side.
+        "serial.answer_timeout_ms=100".into(),
         "control.realtime_priority=0".into(),
         "control.cpu=-1".into(),
         "safety.stand_s=0.5".into(),
