@@ -30,6 +30,22 @@ impl Trust {
         }
     }
 
+    /// Trust in the public keys of `files` (hex, as [`save_public_key`] writes them): what every
+    /// command's `--trust KEYFILE` and the runtime's `install.trusted_keys` read.
+    pub fn from_key_files<P: AsRef<Path>>(
+        files: &[P],
+        require_signature: bool,
+    ) -> Result<Self, KeyError> {
+        let keys = files
+            .iter()
+            .map(load_public_key)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            keys,
+            require_signature,
+        })
+    }
+
     /// Checks an optional signature block over `digest`; returns the signer.
     pub(crate) fn verify(
         &self,

@@ -138,14 +138,7 @@ pub fn candle_ops(
 /// plain Rust loops over f32: the arithmetic the forward pass needs, without a tensor library.
 /// `None` for a network that is not a plain MLP.
 pub fn plain_forward(bundle: &clawrl_bundle::Bundle, iterations: usize) -> Option<Percentiles> {
-    let layers: Vec<_> = (0..)
-        .map_while(|i| {
-            Some((
-                bundle.tensor(&format!("actor.{i}.weight"))?,
-                bundle.tensor(&format!("actor.{i}.bias"))?,
-            ))
-        })
-        .collect();
+    let layers = crate::synthetic::mlp_layers(bundle);
     let first = layers.first()?.0;
     if bundle.tensor("actor.conv.weight").is_some() || first.shape.len() != 2 {
         return None;

@@ -1017,15 +1017,7 @@ pub struct RootArgs {
 
 /// Runs `clawrl-runtime install`; returns what to print.
 pub fn run_install(a: &InstallArgs) -> anyhow::Result<String> {
-    let keys = a
-        .trust
-        .iter()
-        .map(clawrl_bundle::load_public_key)
-        .collect::<Result<Vec<_>, _>>()?;
-    let trust = Trust {
-        keys,
-        require_signature: a.require_signature,
-    };
+    let trust = Trust::from_key_files(&a.trust, a.require_signature)?;
     let i = install(
         &a.root,
         &a.bundle,

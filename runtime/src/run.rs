@@ -185,17 +185,8 @@ pub struct RunOptions {
 
 /// Loads and checks the bundle for this robot and config.
 pub fn load_bundle(cfg: &RuntimeConfig, path: &Path) -> Result<Bundle> {
-    let mut keys = Vec::new();
-    for k in &cfg.install.trusted_keys {
-        keys.push(
-            clawrl_bundle::load_public_key(k)
-                .with_context(|| format!("trusted key {}", k.display()))?,
-        );
-    }
-    let trust = Trust {
-        keys,
-        require_signature: cfg.install.require_signature,
-    };
+    let trust = Trust::from_key_files(&cfg.install.trusted_keys, cfg.install.require_signature)
+        .context("install.trusted_keys")?;
     let bundle = clawrl_bundle::read(path, &trust)?;
     let mut expect = crate::install::RobotExpectation::claw_quadruped();
     expect.control_rate_hz = Some(cfg.control.rate_hz);

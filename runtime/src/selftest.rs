@@ -57,14 +57,7 @@ pub fn run() -> Result<Vec<String>> {
 /// Largest |candle - reference| over a few observations.
 fn forward_vs_reference(student: &Student, bundle: &clawrl_bundle::Bundle) -> Result<f32> {
     let d = student.obs_dim();
-    let layers: Vec<_> = (0..)
-        .map_while(|i| {
-            Some((
-                bundle.tensor(&format!("actor.{i}.weight"))?,
-                bundle.tensor(&format!("actor.{i}.bias"))?,
-            ))
-        })
-        .collect();
+    let layers = synthetic::mlp_layers(bundle);
     let mut worst = 0f32;
     let mut out = vec![0f32; student.action_dim()];
     for seed in 0..4 {

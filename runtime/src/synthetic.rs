@@ -113,3 +113,16 @@ pub fn write_shipped_shape(path: &Path, seed: u64) -> Result<(), clawrl_bundle::
     let (m, t) = quadruped_parts(&SHIPPED_HIDDEN, SHIPPED_HISTORY, seed);
     clawrl_bundle::write(path, &m, &t, None).map(|_| ())
 }
+
+/// The bundle's MLP layers in order, `(actor.{i}.weight [in, out], actor.{i}.bias)`, for the
+/// plain-Rust references of the self-test and the benchmark.
+pub fn mlp_layers(bundle: &clawrl_bundle::Bundle) -> Vec<(&Tensor, &Tensor)> {
+    (0..)
+        .map_while(|i| {
+            Some((
+                bundle.tensor(&format!("actor.{i}.weight"))?,
+                bundle.tensor(&format!("actor.{i}.bias"))?,
+            ))
+        })
+        .collect()
+}

@@ -147,15 +147,7 @@ fn run_argv(argv: &[OsString]) -> Result<()> {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let keys = a
-        .trust
-        .iter()
-        .map(clawrl_bundle::load_public_key)
-        .collect::<Result<Vec<_>, _>>()?;
-    let trust = Trust {
-        keys,
-        require_signature: a.require_signature,
-    };
+    let trust = Trust::from_key_files(&a.trust, a.require_signature)?;
     let expect = RobotExpectation::claw_quadruped();
     match Target::parse(&a.to)? {
         Target::Dir(root) => {

@@ -22,15 +22,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let keys = a
-        .trust
-        .iter()
-        .map(clawrl_bundle::load_public_key)
-        .collect::<Result<Vec<_>, _>>()?;
-    let trust = Trust {
-        keys,
-        require_signature: a.require_signature,
-    };
+    let trust = Trust::from_key_files(&a.trust, a.require_signature)?;
     let b = clawrl_bundle::read(&a.bundle, &trust)?;
     let m = &b.manifest;
     if let Some(model) = &a.model {
