@@ -8,6 +8,8 @@
 //! - [`temporal`]: the `temporal_conv` student (1-D convolution over its history).
 //! - [`registry`]: policy kind name -> constructor; save/load of a policy to one safetensors file.
 //! - [`bundle`]: a policy to and from the network part of a policy bundle.
+//! - [`source`]: [`ActionSource`], a policy as evaluation and distillation ask it (local or
+//!   remote).
 //! - [`io`]: safetensors read/write with string metadata.
 pub mod bundle;
 pub mod distribution;
@@ -17,12 +19,14 @@ pub mod mlp;
 pub mod normalizer;
 pub mod policy;
 pub mod registry;
+pub mod source;
 pub mod temporal;
 
 pub use mlp::{Activation, Mlp};
 pub use normalizer::Normalizer;
 pub use policy::{GaussianMlp, GaussianOut, ObsSource, Policy, PolicyConfig};
 pub use registry::Registry;
+pub use source::{ActionSource, Gaussians};
 
 /// The random stream used for initial weights and exploration noise.
 pub type Rng = rand_chacha::ChaCha8Rng;
@@ -47,6 +51,9 @@ pub enum PolicyError {
     },
     #[error("invalid policy config: {0}")]
     Config(String),
+    /// A policy served over HTTP did not answer (the message is the endpoint's diagnosis).
+    #[error("{0}")]
+    Remote(String),
 }
 
 pub type Result<T> = std::result::Result<T, PolicyError>;

@@ -75,7 +75,7 @@ pub struct GaussianOut {
 
 /// A stochastic policy over continuous actions. Observations handed to the tensor methods are
 /// already normalised (see [`Policy::normalizer`]); [`Policy::deterministic`] takes raw ones.
-pub trait Policy: Send + Sync {
+pub trait Policy: crate::ActionSource + Send + Sync {
     fn config(&self) -> &PolicyConfig;
     /// Trainable parameters, named, in a fixed order.
     fn params(&self) -> Vec<(String, Var)>;

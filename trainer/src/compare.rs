@@ -6,8 +6,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use candle_core::{Device, Tensor};
-use clawrl_policy::Policy;
+use clawrl_policy::ActionSource;
 use clawrl_robot::History;
 use clawrl_sim::rng::derive_seed;
 use plotters::prelude::*;
@@ -59,41 +58,31 @@ pub struct CompareReport {
 
 /// One policy's deterministic mean and log-std on a batch of raw observation frames.
 struct Side<'a> {
-    policy: &'a dyn Policy,
+    policy: &'a dyn ActionSource,
     history: History,
     frame: Vec<f32>,
 }
 
 impl<'a> Side<'a> {
-    fn new(policy: &'a dyn Policy, m: usize, frame_dim: usize) -> Self {
+    fn new(policy: &'a dyn ActionSource, m: usize, frame_dim: usize) -> Self {
         Self {
             policy,
-            history: History::new(m, frame_dim, policy.config().history),
+            history: History::new(m, frame_dim, policy.policy_config().history),
             frame: vec![0.0; m * frame_dim],
         }
     }
 
     fn distribution(&mut self, fresh: &[bool]) -> Result<(Vec<f32>, Vec<f32>)> {
         self.history.push(&self.frame, fresh);
-        let raw = self.history.as_slice();
-        let d = self.policy.config().obs_dim;
-        let x = Tensor::from_vec(
-            self.policy.normalizer().normalize(raw),
-            (raw.len() / d, d),
-            &Device::Cpu,
-        )?;
-        let g = self.policy.distribution_detached(&x)?;
-        Ok((
-            g.mean.flatten_all()?.to_vec1()?,
-            g.log_std.flatten_all()?.to_vec1()?,
-        ))
+        let g = self.policy.gaussians(self.history.as_slice())?;
+        Ok((g.mean, g.log_std))
     }
 }
 
 pub fn compare(
     cfg: &TrainConfig,
-    teacher: &dyn Policy,
-    student: &dyn Policy,
+    teacher: &dyn ActionSource,
+    student: &dyn ActionSource,
     opts: &CompareOptions,
 ) -> Result<CompareReport> {
     let m = opts.num_envs.clamp(1, opts.episodes.max(1));
@@ -101,17 +90,20 @@ pub fn compare(
     let spec = envs[0].spec().clone();
     let na = spec.action_dim;
     anyhow::ensure!(
-        teacher.config().action_dim == na && student.config().action_dim == na,
+        teacher.policy_config().action_dim == na && student.policy_config().action_dim == na,
         "both policies must act on the task's {na} actions"
     );
-    let (ts, ss) = (teacher.config().obs_source, student.config().obs_source);
+    let (ts, ss) = (
+        teacher.policy_config().obs_source,
+        student.policy_config().obs_source,
+    );
     let mut t = Side::new(teacher, m, spec.obs_dim(ts));
     let mut s = Side::new(student, m, spec.obs_dim(ss));
     for (side, src) in [(&t, ts), (&s, ss)] {
         anyhow::ensure!(
-            side.policy.config().frame_dim() == spec.obs_dim(src),
+            side.policy.policy_config().frame_dim() == spec.obs_dim(src),
             "a policy reads {} values of {src:?} observation per frame, the task gives {}",
-            side.policy.config().frame_dim(),
+            side.policy.policy_config().frame_dim(),
             spec.obs_dim(src)
         );
     }

@@ -280,8 +280,13 @@ impl Validate for SacFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DistillConfig {
-    /// The teacher's policy file (`policy.safetensors` of a run).
+    /// The teacher's policy file (`policy.safetensors` of a run), or `remote:teacher` /
+    /// `remote:student`: a policy served over HTTP (`clawrl serve`), found through `endpoint`.
     pub teacher: String,
+    /// The endpoint config a `remote:` teacher is reached through (the file holds the URL, the
+    /// model ids and the key, so no key is ever part of a run's configuration).
+    #[serde(default = "default_endpoint")]
+    pub endpoint: String,
     /// SHA-256 of the teacher file. Empty in a hand-written config: the run fills it in when it
     /// starts, and a resumed run refuses a teacher file that has changed since.
     #[serde(default)]
@@ -315,6 +320,10 @@ pub struct DistillConfig {
 
 pub const DISTILL_MODES: [&str; 3] = ["opd", "distill", "rl"];
 
+fn default_endpoint() -> String {
+    clawrl_endpoint::config::DEFAULT_FILE.into()
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DistillFile {
@@ -336,6 +345,18 @@ impl Validate for DistillFile {
         };
         if d.teacher.is_empty() {
             return Err(KeyError::new("distill.teacher", "names no teacher file"));
+        }
+        if let Some(role) = clawrl_endpoint::Role::parse(&d.teacher) {
+            role.map_err(|e| KeyError::new("distill.teacher", e))?;
+            if d.teacher_update == "ema" {
+                return Err(KeyError::new(
+                    "distill.teacher_update",
+                    format!(
+                        "\"ema\" moves the teacher's weights towards the student's, and the weights of `{}` stay on its server: use \"frozen\" with a remote teacher",
+                        d.teacher
+                    ),
+                ));
+            }
         }
         one_of("distill.mode", &d.mode, &DISTILL_MODES)?;
         one_of("distill.loss", &d.loss, &["kl", "mse"])?;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clawrl_policy::{Policy, Registry};
+use clawrl_policy::{ActionSource, Policy, Registry};
 use clawrl_robot::History;
 use clawrl_sim::rng::derive_seed;
 use clawrl_sim::{Env, ObsSource};
@@ -261,14 +261,19 @@ struct Running {
     active: bool,
 }
 
-/// Runs `policy` (deterministic actions) on the run's task for `opts.episodes` episodes.
-pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> Result<EvalReport> {
+/// Runs `policy` (deterministic actions; local or remote) on the run's task for
+/// `opts.episodes` episodes.
+pub fn evaluate(
+    cfg: &TrainConfig,
+    policy: &dyn ActionSource,
+    opts: &EvalOptions,
+) -> Result<EvalReport> {
     let m = opts.num_envs.clamp(1, opts.episodes.max(1));
     let mut envs = make_envs(cfg, m)?;
-    let obs_layout: ObsSource = policy.config().obs_source;
+    let obs_layout: ObsSource = policy.policy_config().obs_source;
     let d = envs[0].spec().obs_dim(obs_layout);
     // Students read a stack of past frames; a slot's stack restarts with each episode.
-    let mut history = History::new(m, d, policy.config().history);
+    let mut history = History::new(m, d, policy.policy_config().history);
     let mut fresh = vec![true; m];
     let na = envs[0].spec().action_dim;
     let dt = envs[0].spec().control_dt;
@@ -311,7 +316,7 @@ pub fn evaluate(cfg: &TrainConfig, policy: &dyn Policy, opts: &EvalOptions) -> R
         }
         history.push(&obs, &fresh);
         fresh.fill(false);
-        let actions = policy.deterministic(history.as_slice())?;
+        let actions = policy.actions(history.as_slice())?;
         let chunk = m.div_ceil(opts.threads.max(1));
         std::thread::scope(|s| {
             for ((envs, res), (acts, st)) in envs

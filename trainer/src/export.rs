@@ -116,16 +116,13 @@ fn evaluation_of(src: &Source, opts: &ExportOptions) -> Result<Evaluation> {
     };
     let student = evaluate(&src.config, src.policy.as_ref(), &eo)?;
     let teacher = match &src.config.algo {
-        AlgoConfig::Distill(d) => {
-            let path = crate::config::resolve(&d.teacher, &src.config.source);
-            match Registry::default().load(&path) {
-                Ok(t) => Some(evaluate(&src.config, t.as_ref(), &eo)?),
-                Err(e) => {
-                    tracing::warn!("teacher not evaluated: {e}");
-                    None
-                }
+        AlgoConfig::Distill(d) => match crate::remote::load_teacher(d, &src.config.source) {
+            Ok((t, _)) => Some(evaluate(&src.config, t.source(), &eo)?),
+            Err(e) => {
+                tracing::warn!("teacher not evaluated: {e:#}");
+                None
             }
-        }
+        },
         _ => None,
     };
     Ok(Evaluation {

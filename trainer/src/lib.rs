@@ -2,17 +2,20 @@
 //! into an onboard student) in candle behind one [`algorithms::Algorithm`] trait, experience
 //! storage, the training loop ([`runner`]), atomic checkpoints with exact resume, metrics (CSV
 //! and PNG curves), evaluation, teacher/student comparison ([`compare`]) and the export of a
-//! student as a policy bundle ([`export`]).
+//! student as a policy bundle ([`export`]); any of them can read a policy served over HTTP
+//! ([`remote`]).
 pub mod algorithms;
 pub mod bench;
 pub mod checkpoint;
 pub mod compare;
 pub mod config;
+pub mod endpoint_check;
 pub mod eval;
 pub mod export;
 pub mod lock;
 pub mod metrics;
 pub mod optim;
+pub mod remote;
 pub mod runner;
 pub mod storage;
 pub mod task;

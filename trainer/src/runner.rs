@@ -92,21 +92,9 @@ fn build_algorithm(
         AlgoConfig::Ppo(c) => Box::new(Ppo::new(c.clone(), policy, p, critic_dim, n, rng)?),
         AlgoConfig::Sac(c) => Box::new(Sac::new(c.clone(), policy, p, critic_dim, n, rng)?),
         AlgoConfig::Distill(c) => {
-            let path = crate::config::resolve(&c.teacher, &cfg.source);
-            let digest = clawrl_bundle::file_sha256(&path)
-                .with_context(|| format!("distill.teacher: cannot read {}", path.display()))?;
-            if !c.teacher_sha256.is_empty() && c.teacher_sha256 != digest {
-                anyhow::bail!(
-                    "distill.teacher: {} has changed since this run started (sha256 {digest}, the run recorded {})",
-                    path.display(),
-                    c.teacher_sha256
-                );
-            }
-            let teacher = Registry::default()
-                .load(&path)
-                .with_context(|| format!("distill.teacher: {}", path.display()))?;
-            let frame = spec.obs_dim(teacher.config().obs_source);
-            check_pair(c, teacher.as_ref(), policy.as_ref(), frame)?;
+            let (teacher, digest) = crate::remote::load_teacher(c, &cfg.source)?;
+            let frame = spec.obs_dim(teacher.source().policy_config().obs_source);
+            check_pair(c, teacher.source(), policy.as_ref(), frame)?;
             let teacher_return = if c.teacher_update == "ema" {
                 let opts = EvalOptions {
                     episodes: c.ema_window,
@@ -114,7 +102,7 @@ fn build_algorithm(
                     threads: cfg.run.run.env_threads,
                     ..Default::default()
                 };
-                let r = crate::eval::evaluate(cfg, teacher.as_ref(), &opts)?.mean_return();
+                let r = crate::eval::evaluate(cfg, teacher.source(), &opts)?.mean_return();
                 tracing::info!(
                     "teacher's mean return over {} episodes: {r:.2} (the EMA bar)",
                     c.ema_window

@@ -5,17 +5,20 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clawrl_trainer::compare::{CompareOptions, compare};
-use clawrl_trainer::eval::load_source;
+use clawrl_trainer::remote::load_any;
 
 /// Compare a teacher and a student on the states of one rollout.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The teacher: run folder, checkpoint or policy file.
-    #[arg(long, value_name = "DIR|FILE")]
-    teacher: PathBuf,
-    /// The student: run folder, checkpoint, policy file or bundle (.clawrl).
-    #[arg(long, value_name = "DIR|FILE")]
-    student: PathBuf,
+    /// The teacher: run folder, checkpoint, policy file, or remote:teacher (through --endpoint).
+    #[arg(long, value_name = "DIR|FILE|remote:ROLE")]
+    teacher: String,
+    /// The student: run folder, checkpoint, policy file, bundle (.clawrl) or remote:student.
+    #[arg(long, value_name = "DIR|FILE|remote:ROLE")]
+    student: String,
+    /// The endpoint config of remote:... policies.
+    #[arg(long, value_name = "FILE", default_value = clawrl_endpoint::config::DEFAULT_FILE)]
+    endpoint: PathBuf,
     /// Episodes of the shared rollout and of each policy's evaluation.
     #[arg(long, default_value_t = 20)]
     episodes: usize,
@@ -35,8 +38,8 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     clawrl_policy::init_candle_threads(1);
-    let teacher = load_source(&a.teacher)?;
-    let student = load_source(&a.student)?;
+    let teacher = load_any(&a.teacher, &a.endpoint)?;
+    let student = load_any(&a.student, &a.endpoint)?;
     let (tt, st) = (&teacher.config.run.run.task, &student.config.run.run.task);
     anyhow::ensure!(
         tt == st,
@@ -61,10 +64,7 @@ pub fn run(a: Args) -> Result<()> {
         student.policy.as_ref(),
         &opts,
     )?;
-    let text = report.text(
-        &teacher.file.display().to_string(),
-        &student.file.display().to_string(),
-    );
+    let text = report.text(&teacher.label, &student.label);
     print!("{text}");
     clawrl_policy::io::write_atomic(&out.join("compare.txt"), text.as_bytes())?;
     clawrl_policy::io::write_atomic(&out.join("compare.csv"), report.csv().as_bytes())?;

@@ -10,9 +10,17 @@ use clawrl_trainer::{ResumeOptions, Runner, load_train_config};
 /// Distil a teacher into a student on the onboard observation (OPD), or continue a distillation.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The teacher: a run folder (its policy.safetensors) or a policy file.
-    #[arg(long, value_name = "DIR|FILE", required_unless_present = "resume")]
-    teacher: Option<PathBuf>,
+    /// The teacher: a run folder (its policy.safetensors), a policy file, or remote:teacher (a
+    /// policy served by `clawrl serve`, reached through --endpoint; one request per step).
+    #[arg(
+        long,
+        value_name = "DIR|FILE|remote:ROLE",
+        required_unless_present = "resume"
+    )]
+    teacher: Option<String>,
+    /// The endpoint config of a remote:... teacher.
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    endpoint: Option<PathBuf>,
     /// Distillation run config (the student's [policy] and the [distill] settings).
     #[arg(
         long,
@@ -58,13 +66,27 @@ pub fn run(a: Args) -> Result<()> {
             },
         )?,
         (None, Some(teacher)) => {
-            let file = teacher_file(&teacher);
-            anyhow::ensure!(
-                file.is_file(),
-                "--teacher {}: no such policy file (train a teacher with `clawrl train`)",
-                file.display()
-            );
-            let mut set = vec![format!("distill.teacher={}", file.display())];
+            let mut set = if clawrl_trainer::remote::role(&teacher)?.is_some() {
+                let endpoint = a
+                    .endpoint
+                    .unwrap_or_else(|| clawrl_endpoint::config::DEFAULT_FILE.into());
+                vec![
+                    format!("distill.teacher={teacher}"),
+                    format!("distill.endpoint={}", endpoint.display()),
+                ]
+            } else {
+                anyhow::ensure!(
+                    a.endpoint.is_none(),
+                    "--endpoint is for a remote:... teacher, and --teacher {teacher} is a path"
+                );
+                let file = teacher_file(Path::new(&teacher));
+                anyhow::ensure!(
+                    file.is_file(),
+                    "--teacher {}: no such policy file (train a teacher with `clawrl train`)",
+                    file.display()
+                );
+                vec![format!("distill.teacher={}", file.display())]
+            };
             if let Some(m) = a.mode {
                 set.push(format!("distill.mode={m}"));
             }

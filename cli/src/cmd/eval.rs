@@ -2,14 +2,23 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clawrl_trainer::eval::{EvalOptions, ReportKind, evaluate, load_source};
+use clawrl_trainer::eval::{EvalOptions, ReportKind, evaluate};
+use clawrl_trainer::remote::load_any;
 
-/// Evaluate a policy: a run folder, a checkpoint or a policy file.
+/// Evaluate a policy: a run folder, a checkpoint, a policy file, a bundle, or a served policy.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Run folder (newest good checkpoint), checkpoint file, or policy.safetensors.
-    #[arg(long, visible_alias = "checkpoint", value_name = "DIR|FILE")]
-    policy: PathBuf,
+    /// Run folder (newest good checkpoint), checkpoint file, policy.safetensors, bundle
+    /// (.clawrl), or remote:teacher / remote:student (through --endpoint).
+    #[arg(
+        long,
+        visible_alias = "checkpoint",
+        value_name = "DIR|FILE|remote:ROLE"
+    )]
+    policy: String,
+    /// The endpoint config of remote:... policies.
+    #[arg(long, value_name = "FILE", default_value = clawrl_endpoint::config::DEFAULT_FILE)]
+    endpoint: PathBuf,
     #[arg(long, default_value_t = 100)]
     episodes: usize,
     /// Fixed command `vx,vy,yaw_rate` for every episode (default: the task's random commands).
@@ -37,7 +46,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     clawrl_policy::init_candle_threads(1);
-    let mut src = load_source(&a.policy)?;
+    let mut src = load_any(&a.policy, &a.endpoint)?;
     src.config.apply_task_overrides(&a.set, "eval")?;
     // Refuse what cannot work before minutes of evaluation, not after.
     if let Some(p) = &a.gait_plot {
@@ -63,7 +72,7 @@ pub fn run(a: Args) -> Result<()> {
         },
     };
     let report = evaluate(&src.config, src.policy.as_ref(), &opts)?;
-    let text = format!("policy {}\n{}", src.file.display(), report.text());
+    let text = format!("policy {}\n{}", src.label, report.text());
     println!("{text}");
     let out = a
         .out
@@ -79,11 +88,7 @@ pub fn run(a: Args) -> Result<()> {
         out.join("eval_episodes.csv").display()
     );
     if let (Some(p), ReportKind::Locomotion) = (&a.gait_plot, report.kind) {
-        let title = format!(
-            "Gait of {} ({})",
-            src.config.run.run.task,
-            src.file.display()
-        );
+        let title = format!("Gait of {} ({})", src.config.run.run.task, src.label);
         match report.plot_gait(p, &title) {
             Ok(()) => println!("gait diagram: {}", p.display()),
             Err(e) => tracing::warn!("no gait diagram ({e:#}); the results above are saved"),

@@ -2,11 +2,13 @@
 pub mod bench;
 pub mod compare;
 pub mod distill;
+pub mod endpoint;
 pub mod eval;
 pub mod export;
 pub mod flash;
 pub mod keygen;
 pub mod plot;
+pub mod serve;
 pub mod simulate;
 pub mod train;
 pub mod verify;

@@ -10,13 +10,15 @@
 //! `mode = "rl"` turns the divergence off (PPO from scratch; the divergence is still measured).
 //!
 //! The teacher's distribution is recorded when each sample is collected: during the update the
-//! teacher is exactly the one that labelled the rollout, for both update modes.
+//! teacher is exactly the one that labelled the rollout, for both update modes. A teacher
+//! served over HTTP ([`Teacher::Remote`]) labels each control step of all environments with
+//! one request; its weights stay on the server, so it is always frozen.
 use std::collections::{HashMap, VecDeque};
 
 use anyhow::{Result, bail};
 use candle_core::{DType, Device, Tensor};
 use clawrl_policy::distribution::{self, kl_row};
-use clawrl_policy::{Policy, Rng};
+use clawrl_policy::{ActionSource, Policy, Rng};
 use clawrl_sim::Batch;
 
 use super::model::{ActorInput, load_policy, save_policy};
@@ -27,17 +29,32 @@ use crate::storage::gather;
 /// Tensor-name prefix of the teacher in a checkpoint (it changes under EMA).
 pub const TEACHER: &str = "teacher.";
 
+/// The distiller's teacher: a local network (frozen or EMA) or a served policy (frozen).
+pub enum Teacher {
+    Local(Box<dyn Policy>),
+    /// Served over HTTP (`remote:teacher`): it labels by request, its weights stay there.
+    Remote(Box<dyn ActionSource>),
+}
+
+impl Teacher {
+    pub fn source(&self) -> &dyn ActionSource {
+        match self {
+            Teacher::Local(p) => p.as_ref(),
+            Teacher::Remote(r) => r.as_ref(),
+        }
+    }
+}
+
 pub struct Distill {
     cfg: DistillConfig,
     ppo: Ppo,
-    teacher: Box<dyn Policy>,
+    teacher: Teacher,
     teacher_input: ActorInput,
     /// The teacher's Gaussian on every collected sample, `[step * num_envs + env][action]`.
     teacher_mean: Vec<f32>,
     teacher_log_std: Vec<f32>,
     num_envs: usize,
     action_dim: usize,
-    scratch: Vec<f32>,
     /// The student's returns of its most recent episodes (the EMA condition).
     recent: VecDeque<f64>,
     /// The teacher's mean return on the task, measured before training (EMA only).
@@ -79,11 +96,11 @@ pub fn ema_condition(
 /// that does not fit the task, a squashed (SAC) head, or, for EMA, a different architecture.
 pub fn check_pair(
     c: &DistillConfig,
-    teacher: &dyn Policy,
+    teacher: &dyn ActionSource,
     student: &dyn Policy,
     teacher_obs_frame: usize,
 ) -> Result<()> {
-    let (t, s) = (teacher.config(), student.config());
+    let (t, s) = (teacher.policy_config(), student.config());
     if t.action_dim != s.action_dim {
         bail!(
             "teacher {} has {} actions, the task has {}",
@@ -101,7 +118,7 @@ pub fn check_pair(
             teacher_obs_frame
         );
     }
-    if teacher.squashed() || student.squashed() {
+    if teacher.is_squashed() || student.squashed() {
         bail!(
             "distillation compares Gaussians before any tanh: use unsquashed kinds (gaussian_mlp, temporal_conv)"
         );
@@ -137,24 +154,25 @@ impl Distill {
     pub fn new(
         cfg: DistillConfig,
         mut ppo: Ppo,
-        mut teacher: Box<dyn Policy>,
+        mut teacher: Teacher,
         num_envs: usize,
         teacher_return: Option<f64>,
     ) -> Result<Self> {
         if cfg.mode == "distill" {
             ppo.set_rl_coef(0.0);
         }
-        teacher.normalizer_mut().training = false;
-        let action_dim = teacher.config().action_dim;
+        if let Teacher::Local(t) = &mut teacher {
+            t.normalizer_mut().training = false;
+        }
+        let action_dim = teacher.source().policy_config().action_dim;
         let rows = cfg.ppo.num_steps_per_env * num_envs * action_dim;
         Ok(Self {
-            teacher_input: ActorInput::new(teacher.as_ref(), num_envs),
+            teacher_input: ActorInput::new(teacher.source(), num_envs),
             teacher,
             teacher_mean: vec![0.0; rows],
             teacher_log_std: vec![0.0; rows],
             num_envs,
             action_dim,
-            scratch: Vec::new(),
             recent: VecDeque::new(),
             teacher_return,
             ema_updates: 0,
@@ -163,8 +181,8 @@ impl Distill {
         })
     }
 
-    pub fn teacher(&self) -> &dyn Policy {
-        self.teacher.as_ref()
+    pub fn teacher(&self) -> &dyn ActionSource {
+        self.teacher.source()
     }
 
     pub fn ema_updates(&self) -> usize {
@@ -173,10 +191,15 @@ impl Distill {
 
     /// Moves the teacher `ema_rate` of the way to the student (weights and normaliser).
     fn ema_step(&mut self) -> Result<()> {
+        let Teacher::Local(teacher) = &mut self.teacher else {
+            bail!(
+                "an EMA step needs the teacher's weights, and a remote teacher keeps them on its server"
+            );
+        };
         let r = self.cfg.ema_rate;
-        super::sac::soft_update(&self.teacher.params(), &self.ppo.policy().params(), r)?;
+        super::sac::soft_update(&teacher.params(), &self.ppo.policy().params(), r)?;
         let s = self.ppo.policy().normalizer().clone();
-        let t = self.teacher.normalizer_mut();
+        let t = teacher.normalizer_mut();
         for (tm, sm) in t.mean.iter_mut().zip(&s.mean) {
             *tm += r * (sm - *tm);
         }
@@ -252,16 +275,16 @@ impl Algorithm for Distill {
         let (n, na) = (self.num_envs, self.action_dim);
         let t = self.ppo.storage().step;
         let raw = self.teacher_input.observe(obs);
-        self.teacher
-            .normalizer()
-            .normalize_into(raw, &mut self.scratch);
-        let d = self.teacher.config().obs_dim;
-        let x = Tensor::from_slice(&self.scratch, (n, d), &Device::Cpu)?;
-        let dist = self.teacher.distribution_detached(&x)?;
+        // One call (one request for a remote teacher) labels every environment's state.
+        let g = self.teacher.source().gaussians(raw)?;
         let rows = t * n * na..(t + 1) * n * na;
-        self.teacher_mean[rows.clone()]
-            .copy_from_slice(&dist.mean.flatten_all()?.to_vec1::<f32>()?);
-        self.teacher_log_std[rows].copy_from_slice(&dist.log_std.flatten_all()?.to_vec1::<f32>()?);
+        anyhow::ensure!(
+            g.mean.len() == rows.len() && g.log_std.len() == rows.len(),
+            "the teacher answered {} action values for {n} environments of {na} actions",
+            g.mean.len()
+        );
+        self.teacher_mean[rows.clone()].copy_from_slice(&g.mean);
+        self.teacher_log_std[rows].copy_from_slice(&g.log_std);
         self.ppo.act(obs, rng)
     }
 
@@ -320,7 +343,9 @@ impl Algorithm for Distill {
 
     fn save(&self) -> Result<Vec<(String, Tensor)>> {
         let mut t = self.ppo.save()?;
-        t.extend(save_policy(self.teacher.as_ref(), TEACHER)?);
+        if let Teacher::Local(teacher) = &self.teacher {
+            t.extend(save_policy(teacher.as_ref(), TEACHER)?);
+        }
         let recent: Vec<f64> = self.recent.iter().copied().collect();
         t.push((
             "distill.recent_returns".into(),
@@ -335,7 +360,9 @@ impl Algorithm for Distill {
 
     fn load(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
         self.ppo.load(t)?;
-        load_policy(self.teacher.as_mut(), TEACHER, t)?;
+        if let Teacher::Local(teacher) = &mut self.teacher {
+            load_policy(teacher.as_mut(), TEACHER, t)?;
+        }
         if let Some(r) = t.get("distill.recent_returns") {
             self.recent = r.to_dtype(DType::F64)?.to_vec1::<f64>()?.into();
         }
@@ -370,6 +397,7 @@ mod tests {
         DistillConfig {
             teacher: "t".into(),
             teacher_sha256: String::new(),
+            endpoint: String::new(),
             mode: "opd".into(),
             loss: "kl".into(),
             kl_direction: "forward".into(),

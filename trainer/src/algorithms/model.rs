@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 use candle_core::{Device, Tensor};
 use clawrl_policy::registry::NORMALIZER;
-use clawrl_policy::{Mlp, Normalizer, ObsSource, Policy};
+use clawrl_policy::{ActionSource, Mlp, Normalizer, ObsSource, Policy};
 use clawrl_robot::History;
 use clawrl_sim::Batch;
 
@@ -57,8 +57,8 @@ pub struct ActorInput {
 }
 
 impl ActorInput {
-    pub fn new(policy: &dyn Policy, num_envs: usize) -> Self {
-        let c = policy.config();
+    pub fn new(policy: &dyn ActionSource, num_envs: usize) -> Self {
+        let c = policy.policy_config();
         Self {
             source: c.obs_source,
             history: (c.history > 0).then(|| History::new(num_envs, c.frame_dim(), c.history)),
