@@ -10,9 +10,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use clawrl_endpoint::api::Provenance;
 use clawrl_endpoint::server::{ServeOptions, ServedModel, spawn};
 use clawrl_endpoint::{Client, EndpointConfig, ModelInfo};
-use clawrl_policy::{ActionSource, Activation, ObsSource, PolicyConfig, Registry, Rng};
+use clawrl_policy::{Activation, ObsSource, PolicyConfig, Registry, Rng};
 use rand::SeedableRng;
 
 const OBS: usize = 83;
@@ -64,11 +65,13 @@ fn main() {
         "teacher",
         &cfg,
         false,
-        "quadruped_flat",
-        &"0".repeat(64),
-        (0..OBS).map(|i| format!("o{i}")).collect(),
-        (0..ACTIONS).map(|i| format!("a{i}")).collect(),
-        String::new(),
+        Provenance {
+            task: "quadruped_flat".into(),
+            sha256: "0".repeat(64),
+            obs_names: (0..OBS).map(|i| format!("o{i}")).collect(),
+            action_names: (0..ACTIONS).map(|i| format!("a{i}")).collect(),
+            train_config: String::new(),
+        },
     );
     let local = teacher();
     let server = spawn(

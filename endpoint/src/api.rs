@@ -37,40 +37,43 @@ pub struct ModelInfo {
     pub train_config: String,
 }
 
+/// What a model's entry says beyond its network: where it came from and what its numbers mean.
+#[derive(Debug, Clone, Default)]
+pub struct Provenance {
+    pub task: String,
+    /// SHA-256 (hex) of the served file.
+    pub sha256: String,
+    /// Names of one observation frame's values, and of the actions.
+    pub obs_names: Vec<String>,
+    pub action_names: Vec<String>,
+    /// The resolved training configuration (TOML) the policy came with.
+    pub train_config: String,
+}
+
 impl ModelInfo {
-    /// The entry of a policy with its task's names; `train_config` is the resolved training
-    /// configuration (TOML) the policy came with.
-    pub fn new(
-        id: &str,
-        config: &PolicyConfig,
-        squashed: bool,
-        task: &str,
-        sha256: &str,
-        obs_names: Vec<String>,
-        action_names: Vec<String>,
-        train_config: String,
-    ) -> Self {
+    /// The entry of a policy served as `id`.
+    pub fn new(id: &str, config: &PolicyConfig, squashed: bool, p: Provenance) -> Self {
         Self {
             id: id.into(),
             object: "model".into(),
             owned_by: "clawrl".into(),
             kind: config.kind.clone(),
-            task: task.into(),
-            sha256: sha256.into(),
+            task: p.task,
+            sha256: p.sha256,
             observation: ObservationLayout {
                 source: config.obs_source,
                 frame_dim: config.frame_dim(),
                 history: config.history,
                 dim: config.obs_dim,
-                names: obs_names,
+                names: p.obs_names,
             },
             action: ActionLayout {
                 dim: config.action_dim,
-                names: action_names,
+                names: p.action_names,
                 squashed,
             },
             policy_config: config.clone(),
-            train_config,
+            train_config: p.train_config,
         }
     }
 }
@@ -243,7 +246,7 @@ pub fn parse_act_request(body: &[u8]) -> Result<ActRequest, ApiError> {
             match v {
                 None if had_nan => return Err(bad("is NaN, infinite or null".into())),
                 None => return Err(bad("is null".into())),
-                Some(x) if !(x.abs() <= f64::from(f32::MAX)) => {
+                Some(x) if x.abs() > f64::from(f32::MAX) => {
                     return Err(bad(format!("= {x} is outside the range of f32")));
                 }
                 Some(x) => out.push(*x as f32),

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use clawrl_endpoint::api::Provenance;
 use clawrl_endpoint::{EndpointConfig, ModelInfo, RemotePolicy, Role};
 use clawrl_policy::{ActionSource, Registry};
 
@@ -101,11 +102,13 @@ pub fn model_info(id: &str, src: &Source) -> Result<ModelInfo> {
         id,
         c,
         src.policy.squashed(),
-        &src.config.run.run.task,
-        &sha256,
-        names,
-        spec.action_names.clone(),
-        toml::to_string(&src.config)?,
+        Provenance {
+            task: src.config.run.run.task.clone(),
+            sha256,
+            obs_names: names,
+            action_names: spec.action_names.clone(),
+            train_config: toml::to_string(&src.config)?,
+        },
     ))
 }
 

@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 
+use clawrl_endpoint::api::Provenance;
 use clawrl_endpoint::server::{ServeOptions, ServedModel, Server, spawn};
 use clawrl_endpoint::{EndpointConfig, ModelInfo};
 use clawrl_policy::{Activation, ObsSource, Policy, PolicyConfig, Registry, Rng};
@@ -46,11 +47,13 @@ pub fn served(id: &str, p: Box<dyn Policy>) -> ServedModel {
         id,
         &c,
         p.squashed(),
-        "test_task",
-        &"ab".repeat(32),
-        (0..c.frame_dim()).map(|i| format!("o{i}")).collect(),
-        (0..c.action_dim).map(|i| format!("a{i}")).collect(),
-        String::new(),
+        Provenance {
+            task: "test_task".into(),
+            sha256: "ab".repeat(32),
+            obs_names: (0..c.frame_dim()).map(|i| format!("o{i}")).collect(),
+            action_names: (0..c.action_dim).map(|i| format!("a{i}")).collect(),
+            train_config: String::new(),
+        },
     );
     ServedModel { info, policy: p }
 }
