@@ -48,12 +48,14 @@ endpoint() { # MODEL -> endpoint file
     echo "$out/endpoint-$1.toml"
 }
 
-# Environment steps per second of one distillation (from its closing line).
+# Environment steps per second of one distillation: env steps over wall seconds of the last
+# row of its metrics.csv.
 rate() { # NAME CONFIG TEACHER [ENDPOINT]
     local args=(distill --config "$2" --teacher "$3" --set "run.max_iterations=$iterations" --out "$out/$1" --no-progress)
     [ $# -ge 4 ] && args+=(--endpoint "$4")
     rm -rf "$out/$1"
-    "$clawrl" "${args[@]}" 2>/dev/null | awk '/^done:/ { for (i = 1; i <= NF; i++) if ($i == "env") s = $(i - 1); for (i = 1; i <= NF; i++) if ($i == "s;") t = $(i - 1); printf "%.0f\n", s / t }'
+    "$clawrl" "${args[@]}" >/dev/null 2>&1
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } { s = $c["env_steps"]; t = $c["wall_s"] } END { printf "%.0f\n", s / t }' "$out/$1/metrics.csv"
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 

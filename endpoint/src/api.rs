@@ -215,22 +215,22 @@ pub fn parse_act_request(body: &[u8]) -> Result<ActRequest, ApiError> {
         )
     })?;
     let (text, had_nan) = nan_tokens_to_null(text);
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        ApiError::new(
-            400,
-            "invalid_json",
-            format!("the request body is not JSON: {e}"),
-        )
-    })?;
-    let raw: RawActRequest = serde_json::from_value(value).map_err(|e| {
-        ApiError::new(
+    // One pass straight into the request (no intermediate JSON tree): a syntax error is the
+    // client's JSON, a data error the request's shape.
+    let raw: RawActRequest = serde_json::from_str(&text).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => ApiError::new(
             422,
             "invalid_request",
             format!(
                 "the request is JSON but not an act request ({e}); expected {{\"model\": ID, \
                  \"observations\": [[numbers], ...], \"deterministic\": true}}"
             ),
-        )
+        ),
+        _ => ApiError::new(
+            400,
+            "invalid_json",
+            format!("the request body is not JSON: {e}"),
+        ),
     })?;
     let mut observations = Vec::with_capacity(raw.observations.len());
     for (r, row) in raw.observations.iter().enumerate() {

@@ -21,6 +21,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use candle_core::{Device, Tensor};
 use clawrl_policy::Policy;
 use rand::SeedableRng;
@@ -153,6 +154,11 @@ fn bind(opts: &ServeOptions) -> std::io::Result<TcpListener> {
     Ok(l)
 }
 
+/// Small answers go out at once instead of waiting for Nagle's algorithm.
+fn no_delay(s: &mut tokio::net::TcpStream) {
+    let _ = s.set_nodelay(true);
+}
+
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -170,7 +176,9 @@ pub fn spawn(models: Vec<ServedModel>, opts: &ServeOptions) -> Result<Server, St
     let rt = runtime().map_err(|e| e.to_string())?;
     let thread = std::thread::spawn(move || {
         rt.block_on(async move {
-            let l = tokio::net::TcpListener::from_std(listener).expect("a bound listener");
+            let l = tokio::net::TcpListener::from_std(listener)
+                .expect("a bound listener")
+                .tap_io(no_delay);
             let _ = axum::serve(l, app)
                 .with_graceful_shutdown(async {
                     let _ = rx.await;
@@ -196,7 +204,9 @@ pub fn serve(
     ready(listener.local_addr().map_err(|e| e.to_string())?);
     let app = router(models, opts);
     runtime().map_err(|e| e.to_string())?.block_on(async move {
-        let l = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+        let l = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| e.to_string())?
+            .tap_io(no_delay);
         axum::serve(l, app)
             .with_graceful_shutdown(stop_signal())
             .await
