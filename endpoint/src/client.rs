@@ -78,6 +78,9 @@ pub struct Client {
 /// Largest answer read (a 4096-environment batch of 16 actions is about 2 MB).
 const MAX_ANSWER_BYTES: u64 = 256 << 20;
 
+/// Statuses worth another try (what OpenAI-style clients retry besides connection errors).
+const RETRIED: [u16; 7] = [408, 409, 429, 500, 502, 503, 504];
+
 impl Client {
     /// A client for `config`; `env` decides the proxy (`std::env::var` in the commands).
     pub fn new(config: EndpointConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
@@ -147,38 +150,79 @@ impl Client {
         format!("{}{rest}", self.config.base_url.trim_end_matches('/'))
     }
 
-    /// One request; transport failures become diagnoses, any HTTP answer comes back.
+    /// One request; transport failures become diagnoses, any HTTP answer comes back. A failed
+    /// connection or a 408, 409, 429 or 5xx answer is tried again up to `endpoint.retries`
+    /// times, after 0.25 s, 0.5 s, ... (or the server's `Retry-After`, at most 10 s).
     pub fn request(&self, method: &str, api_path: &str, body: Option<Vec<u8>>) -> Result<Answer> {
         let url = self.url(api_path);
+        let mut attempt = 0;
+        loop {
+            let (result, retry_after) = self.once(method, &url, body.as_deref());
+            let why = match &result {
+                Ok(a) if RETRIED.contains(&a.status) => format!("HTTP {}", a.status),
+                Err(e) if e.kind == ErrorKind::Connect => "no connection".to_string(),
+                _ => return result,
+            };
+            if attempt == self.config.retries {
+                return match result {
+                    Err(mut e) if attempt > 0 => {
+                        e.message.push_str(&format!(" (after {attempt} retries)"));
+                        Err(e)
+                    }
+                    other => other,
+                };
+            }
+            let wait = retry_after.unwrap_or(0.25 * f64::from(1u32 << attempt.min(5)));
+            attempt += 1;
+            tracing::warn!(
+                "{method} {url}: {why}; trying again in {wait:.2} s ({attempt} of {} retries, endpoint.retries)",
+                self.config.retries
+            );
+            std::thread::sleep(Duration::from_secs_f64(wait.min(10.0)));
+        }
+    }
+
+    /// One try: the answer (or the diagnosis) and the server's `Retry-After` seconds, if any.
+    fn once(&self, method: &str, url: &str, body: Option<&[u8]>) -> (Result<Answer>, Option<f64>) {
         let auth = format!("Bearer {}", self.config.api_key());
         let start = Instant::now();
         let sent = match body {
             Some(b) => self
                 .agent
-                .post(&url)
+                .post(url)
                 .header("Authorization", &auth)
                 .header("Content-Type", "application/json")
-                .send(&b[..]),
-            None if method == "GET" => self.agent.get(&url).header("Authorization", &auth).call(),
+                .send(b),
+            None if method == "GET" => self.agent.get(url).header("Authorization", &auth).call(),
             None => self
                 .agent
-                .post(&url)
+                .post(url)
                 .header("Authorization", &auth)
                 .send_empty(),
         };
-        let mut response = sent.map_err(|e| self.transport_error(&url, e))?;
+        let mut response = match sent {
+            Ok(r) => r,
+            Err(e) => return (Err(self.transport_error(url, e)), None),
+        };
         let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0);
         let body = response
             .body_mut()
             .with_config()
             .limit(MAX_ANSWER_BYTES)
             .read_to_vec()
-            .map_err(|e| self.transport_error(&url, e))?;
-        Ok(Answer {
+            .map_err(|e| self.transport_error(url, e));
+        let answer = body.map(|body| Answer {
             status,
             body,
             latency: start.elapsed(),
-        })
+        });
+        (answer, retry_after)
     }
 
     /// `GET /v1/models`.

@@ -16,6 +16,8 @@ pub const EXAMPLE_FILE: &str = "configs/endpoint.example.toml";
 pub const KEY_ENV: &str = "CLAWRL_API_KEY";
 /// Seconds; 60 s is often too short for a busy teacher.
 pub const DEFAULT_TIMEOUT_S: f64 = 120.0;
+/// Further tries of a request that could not connect or got 408, 409, 429 or a 5xx.
+pub const DEFAULT_RETRIES: u32 = 2;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,10 +37,16 @@ struct Section {
     student_model: String,
     #[serde(default = "default_timeout")]
     timeout: f64,
+    #[serde(default = "default_retries")]
+    retries: u32,
 }
 
 fn default_timeout() -> f64 {
     DEFAULT_TIMEOUT_S
+}
+
+fn default_retries() -> u32 {
+    DEFAULT_RETRIES
 }
 
 impl Validate for File {
@@ -81,6 +89,7 @@ impl Validate for File {
             }
         }
         clawrl_config::check_range("endpoint.timeout", e.timeout, 0.001, 86_400.0)?;
+        clawrl_config::check_range("endpoint.retries", e.retries, 0, 10)?;
         Ok(())
     }
 }
@@ -103,6 +112,9 @@ pub struct EndpointConfig {
     pub student_model: String,
     /// Seconds for one whole request (connect, send, answer).
     pub timeout: f64,
+    /// Further tries after a failed connection or a 408, 409, 429 or 5xx answer (as clients
+    /// of unified model APIs retry), with backoff; timeouts are not retried.
+    pub retries: u32,
 }
 
 impl fmt::Debug for EndpointConfig {
@@ -115,6 +127,7 @@ impl fmt::Debug for EndpointConfig {
             .field("teacher_model", &self.teacher_model)
             .field("student_model", &self.student_model)
             .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
             .finish()
     }
 }
@@ -185,6 +198,7 @@ impl EndpointConfig {
             teacher_model: e.teacher_model,
             student_model: e.student_model,
             timeout: e.timeout,
+            retries: e.retries,
         })
     }
 
@@ -296,7 +310,7 @@ student_model = "student"
     #[test]
     fn a_complete_file_loads_with_the_default_timeout() {
         let c = load(GOOD, &env_none).unwrap();
-        assert_eq!(c.timeout, 120.0);
+        assert_eq!((c.timeout, c.retries), (120.0, 2));
         assert_eq!(c.api_key(), "secret-key");
         assert_eq!(c.key_source, KeySource::File);
         assert_eq!(c.model_id(Role::Student), "student");
@@ -361,6 +375,8 @@ student_model = "student"
                 .unwrap_err()
                 .contains("endpoint.timeout")
         );
+        let r = GOOD.replace("student_model", "retries = 11\nstudent_model");
+        assert!(load(&r, &env_none).unwrap_err().contains("endpoint.retries"));
         let typo = GOOD.replace("teacher_model", "teacher_modle");
         assert!(
             load(&typo, &env_none)

@@ -243,3 +243,60 @@ fn an_https_url_without_tls_built_in_says_so_before_any_request() {
         e.message
     );
 }
+
+#[test]
+fn busy_or_failing_servers_are_retried_then_reported_with_the_count() {
+    let models = r#"{"object":"list","data":[]}"#;
+    // Two 503s, then the answer: the client gets through on its third try.
+    let (addr, tries) = stand_in_seq(vec![
+        Some(answer(
+            "503 Service Unavailable",
+            "Retry-After: 0\r\n",
+            "busy",
+        )),
+        Some(answer("429 Too Many Requests", "", "slow down")),
+        Some(answer(
+            "200 OK",
+            "Content-Type: application/json\r\n",
+            models,
+        )),
+    ]);
+    let (list, _) = client(&format!("http://{addr}/v1"), KEY, 5.0)
+        .models()
+        .unwrap();
+    assert!(list.is_empty());
+    assert_eq!(tries.load(std::sync::atomic::Ordering::SeqCst), 3);
+    // Always 503: the last answer is reported, with the retries it took.
+    let (addr, tries) = stand_in_seq(vec![Some(answer(
+        "503 Service Unavailable",
+        "Retry-After: 0\r\n",
+        "down",
+    ))]);
+    let e = client(&format!("http://{addr}/v1"), KEY, 5.0)
+        .models()
+        .unwrap_err();
+    assert!(
+        e.message.contains("HTTP 503") && e.message.contains("down"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        tries.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "1 try + endpoint.retries (2)"
+    );
+    // A 4xx other than 408/409/429 is an answer, not a hiccup: no retry.
+    let (addr, tries) = stand_in_seq(vec![Some(answer("400 Bad Request", "", "no"))]);
+    assert!(
+        client(&format!("http://{addr}/v1"), KEY, 5.0)
+            .models()
+            .is_err()
+    );
+    assert_eq!(tries.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // A refused connection is retried too, and says so.
+    let port = closed_port();
+    let e = client(&format!("http://{port}/v1"), KEY, 5.0)
+        .models()
+        .unwrap_err();
+    assert!(e.message.contains("after 2 retries"), "{}", e.message);
+}

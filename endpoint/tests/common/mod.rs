@@ -4,6 +4,8 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use clawrl_endpoint::api::Provenance;
 use clawrl_endpoint::server::{ServeOptions, ServedModel, Server, spawn};
@@ -150,13 +152,22 @@ pub fn error_of(body: &str) -> serde_json::Value {
 /// A stand-in server: answers every connection with `answer` (raw HTTP), or, with `None`,
 /// accepts and never answers. Runs until the test process ends.
 pub fn stand_in(answer: Option<String>) -> SocketAddr {
+    stand_in_seq(vec![answer]).0
+}
+
+/// As [`stand_in`], the n-th connection answered with `answers[n]` (the last one from then on);
+/// also counts the connections.
+pub fn stand_in_seq(answers: Vec<Option<String>>) -> (SocketAddr, Arc<AtomicUsize>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
     std::thread::spawn(move || {
         let mut held = Vec::new();
         for s in l.incoming() {
             let Ok(mut s) = s else { continue };
-            match &answer {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            match &answers[n.min(answers.len() - 1)] {
                 Some(a) => {
                     let mut buf = [0u8; 65536];
                     let _ = s.read(&mut buf);
@@ -166,7 +177,15 @@ pub fn stand_in(answer: Option<String>) -> SocketAddr {
             }
         }
     });
-    addr
+    (addr, count)
+}
+
+/// A raw HTTP answer with `Connection: close`.
+pub fn answer(status: &str, extra_headers: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n{extra_headers}\r\n{body}",
+        body.len()
+    )
 }
 
 /// A local port with nothing listening on it.
