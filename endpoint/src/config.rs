@@ -376,7 +376,11 @@ student_model = "student"
                 .contains("endpoint.timeout")
         );
         let r = GOOD.replace("student_model", "retries = 11\nstudent_model");
-        assert!(load(&r, &env_none).unwrap_err().contains("endpoint.retries"));
+        assert!(
+            load(&r, &env_none)
+                .unwrap_err()
+                .contains("endpoint.retries")
+        );
         let typo = GOOD.replace("teacher_model", "teacher_modle");
         assert!(
             load(&typo, &env_none)
