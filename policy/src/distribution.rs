@@ -95,6 +95,22 @@ mod tests {
         assert!((f64::from(got) - want).abs() < 1e-5, "{got} vs {want}");
         let row = log_prob_row(&[0.0, 0.0], &[0.0, 1.0], &[0.0, 1.0]);
         assert!((f64::from(row) - want).abs() < 1e-5);
+        // Away from a zero mean, where x - μ and x + μ differ: μ = (0.5, -2), x = (1.5, -1),
+        // log σ = (0, ln 2): -(1/2)·1 - 0.918939 and -(1/2)·(1/2)² - ln 2 - 0.918939, summed:
+        // -3.155024.
+        let want = -0.5 - HALF_LN_2PI - 0.125 - std::f64::consts::LN_2 - HALF_LN_2PI;
+        let (m, ls, x) = (
+            [0.5f32, -2.0],
+            [0.0f32, std::f32::consts::LN_2],
+            [1.5f32, -1.0],
+        );
+        let row = log_prob_row(&m, &ls, &x);
+        assert!((f64::from(row) - want).abs() < 1e-5, "{row} vs {want}");
+        let got = log_prob(&t(&[m]), &t(&[ls]), &t(&[x]))
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()[0];
+        assert!((f64::from(got) - want).abs() < 1e-5, "{got} vs {want}");
     }
 
     /// `log N(atanh(y); μ, σ²) − log(1 − y²)` in f64, independently of the tensor code.
@@ -135,6 +151,22 @@ mod tests {
             let got = f64::from(logp[i]);
             assert!((got - want).abs() < 1e-3, "y = {y}: {got} vs {want}");
         }
+    }
+
+    #[test]
+    fn squashed_log_prob_stays_finite_where_tanh_saturates() {
+        // u = 12: tanh(u) rounds to 1 in f32, so 1 - tanh² is 0 and only the 1e-6 keeps the
+        // log finite: the correction is ln(1e-6), about -13.8, and the density is
+        // log N(12; 0, 1) + 13.8 = -72 - 0.92 + 13.8.
+        let got = squashed_log_prob(&t(&[[0.0, 0.0]]), &t(&[[0.0, 0.0]]), &t(&[[12.0, 0.0]]))
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()[0];
+        let want = -72.0 - 2.0 * HALF_LN_2PI - (1e-6f64).ln();
+        assert!(
+            got.is_finite() && (f64::from(got) - want).abs() < 0.05,
+            "{got} vs {want}"
+        );
     }
 
     #[test]
