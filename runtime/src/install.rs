@@ -694,14 +694,28 @@ fn lock(root: &Path) -> Result<Lock, InstallError> {
         .write(true)
         .open(&path)
         .map_err(io_err("open lock", &path))?;
-    match f.try_lock() {
-        Ok(()) => Ok(Lock(f)),
-        Err(fs::TryLockError::WouldBlock) => Err(InstallError::Busy {
-            root: root.to_path_buf(),
-        }),
-        Err(fs::TryLockError::Error(e)) => Err(io_err("lock", &path)(e)),
+    // A lock just released can look held for a moment: flock belongs to the open file, and a
+    // child forked by another thread of this process (before its exec closes the inherited
+    // descriptor) still shares the old one. So "busy" means held for LOCK_WAIT, not once.
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(Lock(f)),
+            Err(fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(InstallError::Busy {
+                    root: root.to_path_buf(),
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(io_err("lock", &path)(e)),
+        }
     }
 }
+
+/// How long a held root lock is waited for before an install or rollback reports it busy.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 fn read_record(slot: Slot, root: &Path) -> Result<Record, InstallError> {
     let path = slot.record(root);

@@ -443,3 +443,27 @@ fn a_slot_link_that_was_not_written_by_install_is_refused_by_name() {
         "{e}"
     );
 }
+
+#[test]
+fn a_root_held_by_another_install_is_refused_as_busy_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (t, q) = (Trust::default(), RobotExpectation::claw_quadruped());
+    install::install(&root, &quadruped_bundle(dir.path(), 1), &t, &q).unwrap();
+    let before = current_bytes(&root);
+    // Another install holds the lock for longer than the wait.
+    let held = std::fs::OpenOptions::new()
+        .write(true)
+        .open(root.join(".lock"))
+        .unwrap();
+    held.lock().unwrap();
+    let e = install::install(&root, &quadruped_bundle(dir.path(), 2), &t, &q)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("another install or rollback is running"), "{e}");
+    assert_eq!(current_bytes(&root), before);
+    // Released, the next install goes through.
+    drop(held);
+    install::install(&root, &quadruped_bundle(dir.path(), 2), &t, &q).unwrap();
+    assert_ne!(current_bytes(&root), before);
+}
