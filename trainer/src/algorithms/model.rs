@@ -130,3 +130,57 @@ impl Critic {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clawrl_policy::{Activation, PolicyConfig, Registry, Rng};
+    use rand::SeedableRng;
+
+    fn policy(seed: u64) -> Box<dyn Policy> {
+        let cfg = PolicyConfig {
+            kind: "gaussian_mlp".into(),
+            obs_dim: 3,
+            action_dim: 2,
+            obs_source: ObsSource::Privileged,
+            hidden: vec![8],
+            activation: Activation::Elu,
+            init_std: 0.5,
+            obs_clip: 10.0,
+            history: 0,
+            conv_channels: 0,
+        };
+        Registry::default()
+            .build(&cfg, &mut Rng::seed_from_u64(seed))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_saved_policy_loads_back_under_its_prefix() {
+        let mut a = policy(1);
+        a.normalizer_mut().update(&[1.0, 2.0, 3.0, -1.0, 0.5, 4.0]);
+        let saved: HashMap<String, Tensor> = save_policy(a.as_ref(), "teacher.")
+            .unwrap()
+            .into_iter()
+            .collect();
+        assert!(
+            saved.keys().all(|k| k.starts_with("teacher.")),
+            "{:?}",
+            saved.keys()
+        );
+        let mut b = policy(2);
+        let obs = [0.3f32, -0.7, 1.1];
+        assert_ne!(
+            a.deterministic(&obs).unwrap(),
+            b.deterministic(&obs).unwrap()
+        );
+        load_policy(b.as_mut(), "teacher.", &saved).unwrap();
+        assert_eq!(
+            a.deterministic(&obs).unwrap(),
+            b.deterministic(&obs).unwrap()
+        );
+        assert_eq!(a.normalizer().mean, b.normalizer().mean);
+        // Under another prefix nothing matches: refused, not silently skipped.
+        assert!(load_policy(b.as_mut(), "student.", &saved).is_err());
+    }
+}

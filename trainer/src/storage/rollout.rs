@@ -62,10 +62,6 @@ impl RolloutStorage {
         self.len() == 0
     }
 
-    pub fn is_full(&self) -> bool {
-        self.step >= self.num_steps
-    }
-
     pub fn clear(&mut self) {
         self.step = 0;
     }
@@ -167,6 +163,50 @@ mod tests {
         s.compute_returns(&[10.0, 0.0], 1.0, 1.0);
         // env 0: A1 = 1 + 10 = 11, A0 = 1 + 11 = 12; env 1: A1 = 5, A0 = 0 + 5 = 5.
         assert_eq!(s.advantages, vec![12.0, 5.0, 11.0, 5.0]);
+    }
+
+    #[test]
+    fn size_and_clear() {
+        // [4 steps][3 environments] samples; `clear` starts the next rollout at step 0.
+        let mut s = RolloutStorage::new(3, 4, 2, 5, 1);
+        assert_eq!((s.len(), s.is_empty()), (12, false));
+        assert!(RolloutStorage::new(0, 4, 1, 1, 1).is_empty());
+        assert_eq!(
+            (s.actor_obs.len(), s.critic_obs.len(), s.rewards.len()),
+            (24, 60, 12)
+        );
+        s.step = 4;
+        s.clear();
+        assert_eq!(s.step, 0);
+    }
+
+    #[test]
+    fn advantages_are_normalised_over_the_whole_rollout() {
+        let mut s = RolloutStorage::new(2, 2, 1, 1, 1);
+        s.advantages = vec![1.0, 3.0, 5.0, 7.0];
+        s.normalize_advantages();
+        // Mean 4, population std sqrt(5): (-3, -1, 1, 3) / sqrt(5).
+        let want: Vec<f32> = [-3.0f32, -1.0, 1.0, 3.0]
+            .iter()
+            .map(|a| a / 5f32.sqrt())
+            .collect();
+        for (a, w) in s.advantages.iter().zip(&want) {
+            assert!((a - w).abs() < 1e-6, "{:?}", s.advantages);
+        }
+    }
+
+    #[test]
+    fn explained_variance_of_a_partial_fit() {
+        // returns 1, 2, 3, 4 (variance 1.25); residuals 0, 0, 0, -1 (mean -1/4, variance
+        // 3/16): 1 - (3/16) / (5/4) = 0.85.
+        let mut s = RolloutStorage::new(1, 4, 1, 1, 1);
+        s.returns = vec![1.0, 2.0, 3.0, 4.0];
+        s.values = vec![1.0, 2.0, 3.0, 5.0];
+        assert!(
+            (s.explained_variance() - 0.85).abs() < 1e-12,
+            "{}",
+            s.explained_variance()
+        );
     }
 
     #[test]
