@@ -35,5 +35,8 @@ for f in "${files[@]}"; do
     for kind in caught missed timeout unviable; do
         printf '%-9s %s\n' "$kind" "$(wc -l < "$out/mutants.out/$kind.txt" 2>/dev/null || echo 0)"
     done
-    [ -s "$out/mutants.out/missed.txt" ] && { echo "surviving:"; cat "$out/mutants.out/missed.txt"; }
+    if [ -s "$out/mutants.out/missed.txt" ]; then
+        echo "surviving:"
+        cat "$out/mutants.out/missed.txt"
+    fi
 done
