@@ -164,19 +164,11 @@ impl EndpointConfig {
             key: key.into(),
             reason,
         };
-        let (api_key, key_source) = match env(KEY_ENV) {
-            Some(k) => {
-                check_key(&k).map_err(|why| {
-                    err(
-                        "endpoint.api_key",
-                        format!(
-                            "the environment variable {KEY_ENV} overrides it, but {why}: fix or \
-                             unset {KEY_ENV}"
-                        ),
-                    )
-                })?;
-                (k, KeySource::Env)
-            }
+        let (api_key, key_source) = match key_override(env) {
+            Some(k) => (
+                k.map_err(|why| err("endpoint.api_key", format!("it is overridden, but {why}")))?,
+                KeySource::Env,
+            ),
             None => {
                 let k = e.api_key.ok_or_else(|| {
                     err(
@@ -222,6 +214,18 @@ impl EndpointConfig {
             Role::Student => &self.student_model,
         }
     }
+}
+
+/// The key `CLAWRL_API_KEY` gives, if it is set: the one rule for client and server alike, an
+/// empty or padded value is reported, never used.
+pub fn key_override(env: &dyn Fn(&str) -> Option<String>) -> Option<Result<String, String>> {
+    let k = env(KEY_ENV)?;
+    Some(match check_key(&k) {
+        Ok(()) => Ok(k),
+        Err(why) => Err(format!(
+            "the environment variable {KEY_ENV} is set and {why}: fix or unset {KEY_ENV}"
+        )),
+    })
 }
 
 /// Why a key cannot be sent, if it cannot: empty, or padded with whitespace (a pasted

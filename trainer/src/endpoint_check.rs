@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clawrl_endpoint::{Client, ModelInfo};
 use clawrl_robot::History;
 use clawrl_sim::rng::derive_seed;
@@ -75,12 +75,7 @@ pub fn check(path: &Path, states: usize, seed: u64) -> Result<String> {
         student.id,
         student.action.dim
     );
-    let task: TrainConfig = toml::from_str(&student.train_config).with_context(|| {
-        format!(
-            "the student `{}`: the training configuration it reports is not one this clawrl reads",
-            student.id
-        )
-    })?;
+    let task = crate::remote::train_config_of(student)?;
     let mut acted = Vec::new();
     for m in [teacher, student] {
         let obs = observations(&task, m, states, seed)?;

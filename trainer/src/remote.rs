@@ -54,11 +54,11 @@ pub fn connect(role: Role, endpoint: &Path) -> Result<RemotePolicy> {
 }
 
 /// The training configuration a server reports for one of its models.
-pub fn remote_train_config(remote: &RemotePolicy) -> Result<TrainConfig> {
-    toml::from_str(&remote.info().train_config).with_context(|| {
+pub fn train_config_of(model: &ModelInfo) -> Result<TrainConfig> {
+    toml::from_str(&model.train_config).with_context(|| {
         format!(
-            "{}: the training configuration it reports is not one this clawrl reads",
-            remote.label()
+            "model `{}`: the training configuration it reports is not one this clawrl reads",
+            model.id
         )
     })
 }
@@ -71,7 +71,7 @@ pub fn load_any(spec: &str, endpoint: &Path) -> Result<AnySource> {
             Ok(AnySource {
                 label: format!("{spec} ({})", remote.label()),
                 run_dir: None,
-                config: remote_train_config(&remote)?,
+                config: train_config_of(remote.info())?,
                 policy: Box::new(remote),
             })
         }

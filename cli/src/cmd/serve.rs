@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clawrl_endpoint::config::{KEY_ENV, check_key};
+use clawrl_endpoint::config::{check_key, key_override};
 use clawrl_endpoint::server::{ServeOptions, ServedModel, serve};
 use clawrl_trainer::eval::load_source;
 use clawrl_trainer::remote::model_info;
@@ -62,10 +62,8 @@ fn load(spec: &str) -> Result<ServedModel> {
 
 /// The key: `CLAWRL_API_KEY`, else the file's, each refused when empty or padded.
 fn api_key(file: Option<&Path>) -> Result<Option<String>> {
-    if let Ok(k) = std::env::var(KEY_ENV) {
-        check_key(&k)
-            .map_err(|why| anyhow::anyhow!("{KEY_ENV} is set, but {why}: fix or unset it"))?;
-        return Ok(Some(k));
+    if let Some(k) = key_override(&clawrl_endpoint::process_env) {
+        return Ok(Some(k.map_err(anyhow::Error::msg)?));
     }
     let Some(f) = file else { return Ok(None) };
     let text =
