@@ -6,10 +6,10 @@
 # Kept fast enough for CI on a 2-core machine:
 # - the no_std core only (--no-default-features): the virtual board and its binary, which
 #   integration tests would otherwise build and link for every mutant, are left out;
-# - only the two test binaries that drive the core through its real loop and read the PWM
-#   outputs and status packets (tests/safety.rs, tests/safety_rules.rs): not the pty
-#   conformance test, and not the crate's unit tests (they would compile the library a second
-#   time per mutant, and what they check is checked through the loop as well);
+# - only the test binaries that drive the core through its real loop and read the PWM outputs
+#   and status packets (tests/safety.rs, tests/safety_rules.rs, tests/bus_watchdog.rs): not the
+#   pty conformance test, and not the crate's unit tests (they would compile the library a
+#   second time per mutant, and what they check is checked through the loop as well);
 # - opt-level 0 and no debug info for the workspace's own crates (dependencies are built once);
 # - two jobs in parallel, each in its own copy of the tree with its own target directory.
 # Mutants that are equivalent (no behaviour can tell them apart) are excluded in
@@ -46,6 +46,7 @@ cargo mutants \
     --cargo-arg=--no-default-features \
     --cargo-arg=--test=safety \
     --cargo-arg=--test=safety_rules \
+    --cargo-arg=--test=bus_watchdog \
     --jobs "${MUTANTS_JOBS:-2}" \
     --minimum-test-timeout 30 \
     --output target-mutants \

@@ -101,6 +101,9 @@ impl Controller {
         self.now_us = now_us;
         self.tick_count = self.tick_count.wrapping_add(1);
         self.observe(sensors, dt_s);
+        for servo in &mut self.servos {
+            servo.check_bus_watchdog(now_us);
+        }
         let health = self.health();
         if let Some(tripped) =
             self.safety

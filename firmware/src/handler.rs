@@ -57,6 +57,7 @@ impl Controller {
         }
         self.note_traffic(now_us);
         let target = Device::from_id(packet.id);
+        self.feed_bus_watchdogs(target, now_us);
         match Command::parse(packet) {
             Ok(command) => self.dispatch(target, command, send),
             Err(e) => {
@@ -68,6 +69,19 @@ impl Controller {
                     self.reply(device, Err(code), send);
                 }
             }
+        }
+    }
+
+    /// Each servo's Bus Watchdog counts the packets that servo receives: to its own ID, or
+    /// broadcast (SYNC WRITE of the goals included).
+    fn feed_bus_watchdogs(&mut self, target: Option<Device>, now_us: u64) {
+        match target {
+            Some(Device::Servo(i)) => self.servos[i].bus_watchdog.feed(now_us),
+            Some(Device::Board) => {}
+            None => self
+                .servos
+                .iter_mut()
+                .for_each(|s| s.bus_watchdog.feed(now_us)),
         }
     }
 
@@ -116,8 +130,12 @@ impl Controller {
 
     fn reboot_device(&mut self, device: Device) {
         match device {
-            // Hardware Error Status mirrors latched board faults: only CLEAR releases it.
-            Device::Servo(i) => self.servos[i].torque_enabled = false,
+            // Hardware Error Status mirrors latched board faults: only CLEAR releases it. The
+            // Bus Watchdog is RAM on an X-series servo: a reboot resets it to 0 (off).
+            Device::Servo(i) => {
+                self.servos[i].torque_enabled = false;
+                self.servos[i].bus_watchdog = Default::default();
+            }
             Device::Board => self.reboot(),
         }
     }

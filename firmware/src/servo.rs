@@ -3,6 +3,64 @@
 
 use crate::config::{SafeBehaviour, ServoConfig};
 use crate::hal::ServoSample;
+use clawrl_protocol::ErrorCode;
+
+/// X-series Bus Watchdog (servo address 98), one per servo. 0 = off; 1-127 = the longest gap
+/// between instruction packets to this servo (its ID or broadcast), in 20 ms units, watched
+/// while its torque is on; once a gap is longer, the servo stops where it is, the register
+/// reads 255 (-1) and goal writes are answered with a Data Range error until 0 is written.
+/// The board's own watchdog (board address 68), which cannot be switched off, stays
+/// underneath it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BusWatchdog {
+    register: u8,
+    last_packet_us: u64,
+}
+
+impl BusWatchdog {
+    /// What the register reads after the watchdog has expired (-1 as a signed byte).
+    pub const TRIPPED: u8 = 0xFF;
+    /// The largest timeout, in 20 ms units.
+    pub const MAX_UNITS: u8 = 127;
+    const UNIT_US: u64 = 20_000;
+
+    pub fn register(&self) -> u8 {
+        self.register
+    }
+
+    pub fn tripped(&self) -> bool {
+        self.register == Self::TRIPPED
+    }
+
+    /// An instruction packet for this servo arrived.
+    pub fn feed(&mut self, now_us: u64) {
+        self.last_packet_us = now_us;
+    }
+
+    /// A write to the register: 0 switches it off and clears the error; 1-127 arms it, unless
+    /// it has tripped (only 0 clears an error); anything else is out of range.
+    pub fn write(&mut self, value: u8) -> Result<(), ErrorCode> {
+        match value {
+            0 => self.register = 0,
+            1..=Self::MAX_UNITS if !self.tripped() => self.register = value,
+            _ => return Err(ErrorCode::DataRange),
+        }
+        Ok(())
+    }
+
+    /// Trips when armed, the torque is on and the last packet is longer ago than the timeout;
+    /// true on the tick it trips.
+    pub fn check(&mut self, now_us: u64, torque_enabled: bool) -> bool {
+        let armed = (1..=Self::MAX_UNITS).contains(&self.register);
+        let timeout_us = self.register as u64 * Self::UNIT_US;
+        let expired = now_us.saturating_sub(self.last_packet_us) > timeout_us;
+        if armed && torque_enabled && expired {
+            self.register = Self::TRIPPED;
+            return true;
+        }
+        false
+    }
+}
 
 /// Clamps `rad` into `[min, max]`; NaN goes to the middle of the range, not to an end.
 pub fn clamp_to_limits(rad: f32, min: f32, max: f32) -> f32 {
@@ -54,6 +112,7 @@ pub struct Servo {
     pub velocity_rad_s: f32,
     /// Pulse width put out last tick (0 when limp), reported as Present PWM.
     pub pulse_us: f32,
+    pub bus_watchdog: BusWatchdog,
 }
 
 impl Servo {
@@ -71,6 +130,15 @@ impl Servo {
             present: ServoSample::default(),
             velocity_rad_s: 0.0,
             pulse_us: 0.0,
+            bus_watchdog: BusWatchdog::default(),
+        }
+    }
+
+    /// Ticks the Bus Watchdog; when it trips, the goal becomes where the output is, so the
+    /// servo stops there (X-series: "the DYNAMIXEL will stop").
+    pub fn check_bus_watchdog(&mut self, now_us: u64) {
+        if self.bus_watchdog.check(now_us, self.torque_enabled) {
+            self.goal_rad = self.commanded_rad.unwrap_or(self.present.position_rad);
         }
     }
 

@@ -78,7 +78,7 @@ impl Controller {
         put(out, servo::POSITION_D_GAIN, &s.gains[2].to_le_bytes());
         put(out, servo::POSITION_I_GAIN, &s.gains[1].to_le_bytes());
         put(out, servo::POSITION_P_GAIN, &s.gains[0].to_le_bytes());
-        put(out, servo::BUS_WATCHDOG, &[self.bus_watchdog_register()]);
+        put(out, servo::BUS_WATCHDOG, &[s.bus_watchdog.register()]);
         put(
             out,
             servo::GOAL_POSITION,
@@ -121,15 +121,6 @@ impl Controller {
             &[s.present.temperature_c.clamp(0.0, 255.0) as u8],
         );
         servo::TABLE_LEN as usize
-    }
-
-    /// X-series Bus Watchdog: the timeout in 20 ms units, 255 (-1) once it has tripped.
-    fn bus_watchdog_register(&self) -> u8 {
-        if self.safety.faults() & board::fault::WATCHDOG != 0 {
-            0xFF
-        } else {
-            (self.safety.watchdog_ms() / 20).min(254) as u8
-        }
     }
 
     /// Renders the board's table; returns its length.
@@ -269,7 +260,12 @@ impl Controller {
                 if matches!(self.safety.state(), SafetyState::Fault | SafetyState::EStop) {
                     return Err(ErrorCode::ResultFail);
                 }
+                // X-series: after a Bus Watchdog error the goal is read-only (Data Range).
+                if s.bus_watchdog.tripped() {
+                    return Err(ErrorCode::DataRange);
+                }
             }
+            servo::BUS_WATCHDOG => s.bus_watchdog.write(value as u8)?,
             servo::MAX_POSITION_LIMIT | servo::MIN_POSITION_LIMIT => {
                 // EEPROM-like, as X-series: only with torque off.
                 if s.torque_enabled {

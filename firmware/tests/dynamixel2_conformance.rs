@@ -159,7 +159,33 @@ fn a_silent_master_trips_the_watchdog() {
     );
     // Goals are refused until CLEAR.
     assert!(bus.write_u32(1, servo::GOAL_POSITION, 2048).is_err());
-    assert_eq!(bus.read_u8(1, servo::BUS_WATCHDOG).unwrap().data, 0xFF);
+    // The servos' own Bus Watchdogs were never switched on.
+    assert_eq!(bus.read_u8(1, servo::BUS_WATCHDOG).unwrap().data, 0);
+}
+
+#[test]
+fn a_bus_watchdog_written_with_dynamixel2_trips_as_on_an_x_series() {
+    let (_guard, _board, mut bus) = start();
+    bus.write_u16(100, board::WATCHDOG_TIMEOUT_MS, 1000)
+        .unwrap();
+    bus.write_u8(4, servo::TORQUE_ENABLE, 1).unwrap();
+    bus.write_u8(4, servo::BUS_WATCHDOG, 3).unwrap();
+    assert_eq!(bus.read_u8(4, servo::BUS_WATCHDOG).unwrap().data, 3);
+    // Traffic to the board only, for longer than 60 ms.
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(20));
+        bus.read_u8(100, board::SAFETY_STATE).unwrap();
+    }
+    assert_eq!(bus.read_u8(4, servo::BUS_WATCHDOG).unwrap().data, 0xFF);
+    // Data Range (4), as a ROBOTIS servo answers it.
+    match bus.write_u32(4, servo::GOAL_POSITION, 2048) {
+        Err(dynamixel2::TransferError::ReadError(dynamixel2::ReadError::MotorError(e))) => {
+            assert_eq!(e.error_number(), 4)
+        }
+        other => panic!("expected a Data Range error, got {other:?}"),
+    }
+    bus.write_u8(4, servo::BUS_WATCHDOG, 0).unwrap();
+    bus.write_u32(4, servo::GOAL_POSITION, 2048).unwrap();
 }
 
 proptest::proptest! {

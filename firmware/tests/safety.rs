@@ -164,12 +164,10 @@ fn the_watchdog_trips_exactly_at_its_timeout_and_holds() {
     // Goals are refused until the fault is cleared; traffic does not clear it.
     let err = rig.write(2, servo::GOAL_POSITION, &rad_to_ticks(1.0).to_le_bytes());
     assert_eq!(err & 0x7F, ErrorCode::ResultFail as u8);
+    // The board's watchdog is not a servo's Bus Watchdog (tests/bus_watchdog.rs): that stays
+    // off.
     let (_, _, watchdog) = rig.read(2, servo::BUS_WATCHDOG, 1);
-    assert_eq!(
-        watchdog,
-        vec![0xFF],
-        "X-series reads -1 after a watchdog error"
-    );
+    assert_eq!(watchdog, vec![0]);
     assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
     // CLEAR goes to Idle (outputs off), never straight back to Enabled.
     assert_eq!(
@@ -1309,13 +1307,20 @@ fn time_imu_and_watchdog_registers_read_what_they_say() {
     let mut rig = Rig::new(FirmwareConfig::claw_foot());
     rig.advance_ms(7);
     assert_eq!(rig.read(1, servo::REALTIME_TICK, 2).2, 7u16.to_le_bytes());
-    // Bus Watchdog: the board's timeout in 20 ms units, 255 once it has tripped.
-    assert_eq!(rig.read(1, servo::BUS_WATCHDOG, 1).2, vec![5]);
+    // The board's watchdog timeout in ms; a servo's own Bus Watchdog is off until written.
+    assert_eq!(
+        rig.read(BOARD, board::WATCHDOG_TIMEOUT_MS, 2).2,
+        100u16.to_le_bytes()
+    );
     assert_eq!(
         rig.write(BOARD, board::WATCHDOG_TIMEOUT_MS, &250u16.to_le_bytes()),
         0
     );
-    assert_eq!(rig.read(1, servo::BUS_WATCHDOG, 1).2, vec![12]);
+    assert_eq!(
+        rig.read(BOARD, board::WATCHDOG_TIMEOUT_MS, 2).2,
+        250u16.to_le_bytes()
+    );
+    assert_eq!(rig.read(1, servo::BUS_WATCHDOG, 1).2, vec![0]);
     // Gyro in mrad/s; orientation w = 1 as 16384 while nothing turns.
     rig.sensors.0.borrow_mut().imu = Some(clawrl_firmware::imu::ImuSample {
         gyro_rad_s: [0.1, -0.2, 0.25],

@@ -72,7 +72,7 @@ pub const FIELDS: &[Field] = &[
     Field::rw(POSITION_D_GAIN, 2, "Position D Gain"),
     Field::rw(POSITION_I_GAIN, 2, "Position I Gain"),
     Field::rw(POSITION_P_GAIN, 2, "Position P Gain"),
-    Field::ro(BUS_WATCHDOG, 1, "Bus Watchdog"),
+    Field::rw(BUS_WATCHDOG, 1, "Bus Watchdog"),
     Field::rw(GOAL_POSITION, 4, "Goal Position"),
     Field::ro(REALTIME_TICK, 2, "Realtime Tick"),
     Field::ro(MOVING, 1, "Moving"),
