@@ -2,6 +2,7 @@
 //! in the comments (in the style of rsl_rl's GAE test): a broken loss, learning-rate schedule,
 //! target update or time-out bootstrap changes a number here even when cart-pole still balances.
 use std::collections::HashMap;
+use std::f64::consts::PI;
 
 use candle_core::{DType, Device, Tensor, Var};
 use clawrl_policy::{Activation, ObsSource, Policy, PolicyConfig, Registry, Rng};
@@ -87,13 +88,17 @@ fn section(kind: &str, critic_hidden: Vec<usize>) -> PolicySection {
 const OBS: usize = 2;
 
 fn policy(p: &PolicySection, rng: &mut Rng) -> Box<dyn Policy> {
+    policy_with_actions(p, 1, rng)
+}
+
+fn policy_with_actions(p: &PolicySection, action_dim: usize, rng: &mut Rng) -> Box<dyn Policy> {
     clawrl_policy::init_candle_threads(1);
     Registry::default()
         .build(
             &PolicyConfig {
                 kind: p.kind.clone(),
                 obs_dim: OBS,
-                action_dim: 1,
+                action_dim,
                 obs_source: p.actor_obs,
                 hidden: p.actor_hidden.clone(),
                 activation: p.activation,
@@ -111,6 +116,14 @@ fn ppo(cfg: PpoConfig, critic_hidden: Vec<usize>, num_envs: usize, seed: u64) ->
     let mut rng = Rng::seed_from_u64(seed);
     let p = section("gaussian_mlp", critic_hidden);
     let pol = policy(&p, &mut rng);
+    Ppo::new(cfg, pol, &p, OBS, num_envs, &mut rng).unwrap()
+}
+
+/// PPO with `action_dim` actions and a linear critic.
+fn ppo_with_actions(cfg: PpoConfig, action_dim: usize, num_envs: usize, seed: u64) -> Ppo {
+    let mut rng = Rng::seed_from_u64(seed);
+    let p = section("gaussian_mlp", vec![]);
+    let pol = policy_with_actions(&p, action_dim, &mut rng);
     Ppo::new(cfg, pol, &p, OBS, num_envs, &mut rng).unwrap()
 }
 
@@ -283,6 +296,130 @@ fn ppo_update_adapts_its_learning_rate_to_the_measured_kl() {
     );
     // A fixed schedule keeps it.
     assert_eq!(ppo_learning_rate_after_update(1e-9, "fixed"), lr0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Acting
+
+#[test]
+fn ppo_act_samples_mean_plus_std_times_noise_and_stores_every_row() {
+    // 3 environments, 2 actions, 2 steps: in the second step every row sits where an index
+    // slip (t·n + e, t·n·na, e·na) would move it. The critic is V(s) = 2 s₀ − s₁ + 0.25 on
+    // the normalised critic observation.
+    let (n, na) = (3, 2);
+    let cfg = PpoConfig {
+        num_steps_per_env: 2,
+        ..ppo_config()
+    };
+    let mut alg = ppo_with_actions(cfg, na, n, 3);
+    assert_eq!((alg.name(), alg.num_steps_per_env()), ("ppo", 2));
+    let mut t = named(alg.save().unwrap());
+    set(&mut t, "critic.0.weight", &[2.0, -1.0]);
+    set(&mut t, "critic.0.bias", &[0.25]);
+    alg.load(&t).unwrap();
+    let mut obs_rng = Rng::seed_from_u64(1);
+    let mut rng = Rng::seed_from_u64(9);
+    for step in 0..2 {
+        let b = random_batch(n, &mut obs_rng);
+        // Acting draws nothing from the RNG but the noise, so a copy replays it.
+        let noise = clawrl_trainer::algorithms::normal_noise(&mut rng.clone(), n * na);
+        let actions = alg.act(&b, &mut rng).unwrap().to_vec();
+        let s = alg.storage();
+        let rows = step * n..(step + 1) * n;
+        let obs = &s.actor_obs[rows.start * OBS..rows.end * OBS];
+        let d = alg
+            .policy()
+            .distribution_detached(&Tensor::from_slice(obs, (n, OBS), &DEV).unwrap())
+            .unwrap();
+        let (mean, log_std) = (values(&d.mean), values(&d.log_std));
+        for e in 0..n {
+            let row = step * n + e;
+            let mut log_prob = 0.0;
+            for k in 0..na {
+                let (j, stored) = (e * na + k, row * na + k);
+                assert_eq!(
+                    actions[j],
+                    mean[j] + log_std[j].exp() * noise[j],
+                    "action {j}"
+                );
+                assert_eq!(s.actions[stored], actions[j]);
+                assert_eq!(s.means[stored], mean[j]);
+                assert_eq!(s.log_stds[stored], log_std[j]);
+                let z = f64::from(noise[j]);
+                log_prob += -0.5 * z * z - f64::from(log_std[j]) - 0.5 * (2.0 * PI).ln();
+            }
+            let lp = f64::from(s.log_probs[row]);
+            assert!(close(lp, log_prob, 1e-4), "row {row}: {lp} vs {log_prob}");
+            let c = &s.critic_obs[row * OBS..(row + 1) * OBS];
+            let v = 2.0 * c[0] - c[1] + 0.25;
+            assert!(
+                close(f64::from(s.values[row]), f64::from(v), 1e-5),
+                "value {row}"
+            );
+        }
+        let mut next = random_batch(n, &mut obs_rng);
+        next.terminated[1] = true;
+        alg.process_env_step(&next).unwrap();
+        let s = alg.storage();
+        for e in 0..n {
+            assert_eq!(
+                s.rewards[step * n + e],
+                next.rewards[e],
+                "reward {step}, {e}"
+            );
+            assert_eq!(s.dones[step * n + e], f32::from(e == 1), "done {step}, {e}");
+        }
+    }
+}
+
+/// The actor's and the critic's parameters after one PPO update with RL weight `rl_coef`.
+fn ppo_params_after_update(rl_coef: f64) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f32>) {
+    let cfg = PpoConfig {
+        num_steps_per_env: 4,
+        entropy_coef: 0.01,
+        ..ppo_config()
+    };
+    let n = 8;
+    let mut alg = ppo(cfg, vec![8], n, 7);
+    alg.set_rl_coef(rl_coef);
+    let split = |alg: &Ppo| {
+        let t = named(alg.save().unwrap());
+        let mut keys: Vec<&String> = t.keys().collect();
+        keys.sort();
+        let (mut actor, mut critic) = (Vec::new(), Vec::new());
+        for k in keys {
+            if k.starts_with("actor.") {
+                actor.extend(values(&t[k]));
+            } else if k.starts_with("critic.") {
+                critic.extend(values(&t[k]));
+            }
+        }
+        (actor, critic)
+    };
+    let (actor0, critic0) = split(&alg);
+    let mut rng = Rng::seed_from_u64(11);
+    let mut b = random_batch(n, &mut rng);
+    for _ in 0..4 {
+        alg.act(&b, &mut rng).unwrap();
+        b = random_batch(n, &mut rng);
+        alg.process_env_step(&b).unwrap();
+    }
+    alg.compute_returns(&b).unwrap();
+    alg.update(&mut rng, &mut NoHooks, 0).unwrap();
+    let (actor1, critic1) = split(&alg);
+    (actor0, actor1, critic0, critic1)
+}
+
+#[test]
+fn with_the_rl_weight_at_zero_ppo_trains_only_the_critic() {
+    // Pure distillation's set-up (its hook adds the only actor loss): without a hook the
+    // actor's gradient is zero and Adam leaves it exactly where it was.
+    let (a0, a1, c0, c1) = ppo_params_after_update(0.0);
+    assert!(!a0.is_empty() && !c0.is_empty());
+    assert_eq!(a0, a1, "the actor moved with rl_coef 0");
+    assert_ne!(c0, c1, "the critic did not learn");
+    let (a0, a1, _, _) = ppo_params_after_update(1.0);
+    assert_ne!(a0, a1, "the actor did not learn with rl_coef 1");
 }
 
 // ---------------------------------------------------------------------------------------------
