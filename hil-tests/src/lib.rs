@@ -4,8 +4,27 @@
 //! The first thing such a loop needs is that the three layers describe one robot: the same
 //! servos in the same order, with the same limits. [`servo_map`] lines up the simulated joints
 //! with the firmware's servo table and its Dynamixel IDs; `tests/` checks them against each
-//! other. The lock-step bridge (MuJoCo sensors -> virtual board -> runtime -> goals -> MuJoCo)
-//! lands with the HIL issue.
+//! other.
+//!
+//! The loop itself, one module per part:
+//! - [`body`]: the simulator's quadruped as the board's plant (pulses in, sensors out);
+//! - [`framer`]: the serial stream cut into packets;
+//! - [`faults`]: what can go wrong on the line (off, stuck, garbage, lost packets, delays, a
+//!   stall, a pulled cable), per window of simulated time;
+//! - [`bridge`]: the runtime's pseudo-terminal, the faults, the board and the body in one
+//!   thread, in lockstep or in real time;
+//! - [`scenario`]: the runtime's own `run` against the bridge, scenario by scenario;
+//! - [`reference`]: the same bundle in the simulator alone, and the walking figures both are
+//!   compared by;
+//! - [`report`]: the text and the path picture.
+pub mod body;
+pub mod bridge;
+pub mod faults;
+pub mod framer;
+pub mod reference;
+pub mod report;
+pub mod scenario;
+
 use clawrl_firmware::config::FirmwareConfig;
 use clawrl_protocol::units::ids;
 use clawrl_sim::quadruped::Robot;

@@ -45,6 +45,11 @@ pub struct ControlConfig {
     pub cpu: i32,
     /// Velocity command given to the policy: forward m/s, lateral m/s, yaw rate rad/s.
     pub command: [f64; 3],
+    /// What paces the loop: `wall` (the fixed-rate timer; the robot) or `lockstep` (each cycle
+    /// starts when the previous cycle's reading arrives, or after `serial.answer_timeout_ms`
+    /// without one: hardware-in-the-loop with a simulated body, whose time advances one
+    /// control period per cycle).
+    pub clock: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +88,12 @@ pub struct TelemetryConfig {
     pub dir: PathBuf,
 }
 
+impl ControlConfig {
+    pub fn lockstep(&self) -> bool {
+        self.clock == "lockstep"
+    }
+}
+
 impl SafetySection {
     pub fn behaviour_code(&self) -> u8 {
         match self.board_safe_behaviour.as_str() {
@@ -109,6 +120,12 @@ impl Validate for RuntimeConfig {
         check_range("control.command[0]", c.command[0], -1.0, 1.0)?;
         check_range("control.command[1]", c.command[1], -0.5, 0.5)?;
         check_range("control.command[2]", c.command[2], -2.0, 2.0)?;
+        if !["wall", "lockstep"].contains(&c.clock.as_str()) {
+            return Err(KeyError::new(
+                "control.clock",
+                format!("{:?} is not one of wall, lockstep", c.clock),
+            ));
+        }
         check_range("safety.stand_s", f.stand_s, 0.1, 30.0)?;
         check_range("safety.fade_s", f.fade_s, 0.0, 30.0)?;
         check_range("safety.lower_s", f.lower_s, 0.1, 30.0)?;

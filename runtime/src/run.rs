@@ -249,20 +249,18 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
         eprintln!("clawrl-runtime: warning: {w}");
         summary.warnings.push(w);
     }
-    let mut rate = FixedRate::new(
-        cfg.control.rate_hz,
-        Duration::from_micros(cfg.control.spin_us),
-    );
-    let start = Instant::now();
+    let mut pace = Pace::new(cfg);
     let ch = Channels {
         events: ev_rx,
         commands: cmd_tx,
         telemetry: telemetry.as_ref().map(|(tx, _)| tx.clone()),
     };
     loop {
-        let tick = rate.wait();
+        let tick = pace.wait(&ch.events);
         let woke = Instant::now();
-        let timed_out = opts.duration.is_some_and(|d| start.elapsed() >= d);
+        let timed_out = opts
+            .duration
+            .is_some_and(|d| pace.elapsed(summary.cycles) >= d);
         let stop = opts.stop.load(Ordering::Relaxed) || timed_out;
         control.cycle(&ch, stop, tick, woke, &mut summary);
         if control.output().done {
@@ -282,6 +280,54 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     }
     summary.final_phase = Some(control.output().phase);
     Ok(summary)
+}
+
+/// What starts each control cycle (`control.clock`).
+enum Pace {
+    /// The fixed-rate timer on absolute deadlines; time is the wall clock's.
+    Wall(FixedRate, Instant),
+    /// The previous cycle's reading (or the answer timeout without one); time is the cycle
+    /// count times the period, as the simulated body's.
+    Lockstep { timeout: Duration, period: Duration },
+}
+
+impl Pace {
+    fn new(cfg: &RuntimeConfig) -> Self {
+        let period = Duration::from_secs_f64(1.0 / cfg.control.rate_hz);
+        if cfg.control.lockstep() {
+            // The serial thread gives up on an answer after answer_timeout_ms; a little more
+            // here so its verdict (a reading or none) is in before the next cycle.
+            let timeout = Duration::from_millis(cfg.serial.answer_timeout_ms * 2 + 5);
+            Pace::Lockstep { timeout, period }
+        } else {
+            let spin = Duration::from_micros(cfg.control.spin_us);
+            Pace::Wall(FixedRate::new(cfg.control.rate_hz, spin), Instant::now())
+        }
+    }
+
+    fn wait(&mut self, events: &Receiver<SerialEvent>) -> Tick {
+        match self {
+            Pace::Wall(rate, _) => rate.wait(),
+            Pace::Lockstep { timeout, .. } => {
+                // Ready, not received: the control loop drains the events itself.
+                let mut select = crossbeam::channel::Select::new();
+                select.recv(events);
+                let _ = select.ready_timeout(*timeout);
+                Tick {
+                    lateness: Duration::ZERO,
+                    missed: false,
+                }
+            }
+        }
+    }
+
+    /// Time since the loop started, after `cycles` cycles.
+    fn elapsed(&self, cycles: u64) -> Duration {
+        match self {
+            Pace::Wall(_, start) => start.elapsed(),
+            Pace::Lockstep { period, .. } => *period * cycles as u32,
+        }
+    }
 }
 
 type Telemetry = (Sender<Record>, std::thread::JoinHandle<std::io::Result<()>>);

@@ -609,3 +609,242 @@ fn the_soft_update_pairs_parameters_of_equal_count() {
     let z = Var::from_tensor(&Tensor::zeros(1, DType::F32, &DEV).unwrap()).unwrap();
     soft_update(&target, &[("s".into(), z)], 0.5).unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// One SAC update, worked through on known weights
+
+/// SAC over 2-D observations and `action_dim` actions with linear critics.
+fn sac_linear(cfg: SacConfig, action_dim: usize, num_envs: usize, seed: u64) -> Sac {
+    let mut rng = Rng::seed_from_u64(seed);
+    let p = section("squashed_gaussian_mlp", vec![]);
+    let pol = policy_with_actions(&p, action_dim, &mut rng);
+    Sac::new(cfg, pol, &p, OBS, num_envs, &mut rng).unwrap()
+}
+
+/// Identity normalisers that the batches seen while acting do not move.
+fn freeze_normalizers(t: &mut HashMap<String, Tensor>) {
+    let keys: Vec<String> = t.keys().cloned().collect();
+    for k in keys {
+        if k.ends_with("normalizer.mean") {
+            set(t, &k, &[0.0; OBS]);
+        } else if k.ends_with("normalizer.var") {
+            set(t, &k, &[1.0; OBS]);
+        } else if k.ends_with("normalizer.count") {
+            set(t, &k, &[1e15]);
+        }
+    }
+}
+
+/// log π of a tanh-squashed Gaussian sample u (per row: the Gaussian's log density minus
+/// Σ ln(1 − tanh²u + 1e-6)), in f64.
+fn squashed_logp(mean: &[f32], log_std: &[f32], u: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for k in 0..u.len() {
+        let (m, ls) = (f64::from(mean[k]), f64::from(log_std[k]));
+        let z = (u[k] - m) / ls.exp();
+        s += -0.5 * z * z - ls - 0.5 * (2.0 * PI).ln() - (1.0 - u[k].tanh().powi(2) + 1e-6).ln();
+    }
+    s
+}
+
+/// A hook adding a constant to the actor loss.
+struct Plus(f32);
+
+impl clawrl_trainer::algorithms::TrainHooks for Plus {
+    fn extra_loss(
+        &mut self,
+        _: &clawrl_trainer::algorithms::LossContext<'_>,
+    ) -> anyhow::Result<Option<Tensor>> {
+        Ok(Some(Tensor::new(self.0, &DEV)?))
+    }
+}
+
+#[test]
+fn one_sac_update_on_known_weights_gives_the_worked_losses_and_steps() {
+    // Two environments, two actions. Warm-up actions are uniform in [-1, 1]; once the buffer
+    // holds learning_starts transitions the policy acts: tanh(μ + σ ε).
+    let (n, na) = (2, 2);
+    let cfg = SacConfig {
+        batch_size: 1,
+        learning_starts: 2,
+        max_grad_norm: 1e6,
+        ..sac_config()
+    };
+    let (gamma, tau_lr, alpha0) = (cfg.gamma, cfg.critic_learning_rate, cfg.init_alpha);
+    let mut alg = sac_linear(cfg.clone(), na, n, 4);
+    assert_eq!((alg.name(), alg.num_steps_per_env()), ("sac", 1));
+    let mut t = named(alg.save().unwrap());
+    freeze_normalizers(&mut t);
+    // Q1 = (1, −1, 2, 0.5)·[s, a] + 0.5, Q2 = (0.5, 0.5, 1, −1)·[s, a] − 0.25, and targets
+    // Q1' = (2, 0, 1, 1)·[s, a], Q2' = (1, 1, 1, 1)·[s, a] + 1.
+    let w = [
+        [1.0, -1.0, 2.0, 0.5, 0.5],
+        [0.5, 0.5, 1.0, -1.0, -0.25],
+        [2.0, 0.0, 1.0, 1.0, 0.0],
+        [1.0, 1.0, 1.0, 1.0, 1.0],
+    ];
+    for (name, w) in ["q1", "q2", "q1_target", "q2_target"].iter().zip(&w) {
+        set(&mut t, &format!("{name}.0.weight"), &w[..4]);
+        set(&mut t, &format!("{name}.0.bias"), &w[4..]);
+    }
+    alg.load(&t).unwrap();
+    let q = |w: &[f64; 5], s: &[f64], a: &[f64]| {
+        w[0] * s[0] + w[1] * s[1] + w[2] * a[0] + w[3] * a[1] + w[4]
+    };
+
+    let mut rng = Rng::seed_from_u64(21);
+    let s = [0.5f32, -1.0, 0.3, 0.8];
+    let warm = alg
+        .act(
+            &batch(
+                s.to_vec(),
+                vec![0.0; n],
+                vec![false; n],
+                vec![false; n],
+                vec![0.0; 4],
+            ),
+            &mut rng,
+        )
+        .unwrap()
+        .to_vec();
+    assert!(warm.iter().all(|a| (-1.0..=1.0).contains(a)), "{warm:?}");
+    assert!(
+        warm.iter().any(|a| *a < 0.0) && warm.iter().any(|a| *a > 0.0),
+        "{warm:?}"
+    );
+    let s2 = [0.2f32, 0.3, -0.4, 0.1];
+    alg.process_env_step(&batch(
+        s2.to_vec(),
+        vec![1.0, -0.5],
+        vec![false; n],
+        vec![false; n],
+        vec![0.0; 4],
+    ))
+    .unwrap();
+    // Every environment's row holds its own action.
+    assert_eq!(&alg.buffer().actions[..n * na], &warm[..]);
+
+    // Once learning starts, actions come from the policy.
+    let noise = clawrl_trainer::algorithms::normal_noise(&mut rng.clone(), n * na);
+    let acted = alg
+        .act(
+            &batch(
+                s2.to_vec(),
+                vec![0.0; n],
+                vec![false; n],
+                vec![false; n],
+                vec![0.0; 4],
+            ),
+            &mut rng,
+        )
+        .unwrap()
+        .to_vec();
+    let d = alg
+        .policy()
+        .distribution_detached(&Tensor::from_slice(&s2, (n, OBS), &DEV).unwrap())
+        .unwrap();
+    let (m, ls) = (values(&d.mean), values(&d.log_std));
+    for j in 0..n * na {
+        let want = (f64::from(m[j]) + f64::from(ls[j]).exp() * f64::from(noise[j])).tanh();
+        assert!(
+            close(f64::from(acted[j]), want, 1e-5),
+            "action {j}: {} vs {want}",
+            acted[j]
+        );
+    }
+
+    // The update replays the RNG: the batch row, then ε' for a' ~ π(s'), then ε for the actor.
+    let mut replay = rng.clone();
+    let row = alg.buffer().sample_indices(1, &mut replay)[0];
+    let eps_next = clawrl_trainer::algorithms::normal_noise(&mut replay, na);
+    let eps_pi = clawrl_trainer::algorithms::normal_noise(&mut replay, na);
+    let b = alg.buffer();
+    let f = |v: &[f32]| v.iter().map(|x| f64::from(*x)).collect::<Vec<f64>>();
+    let (so, a) = (
+        f(&b.critic_obs[row * OBS..][..OBS]),
+        f(&b.actions[row * na..][..na]),
+    );
+    let (sn, r) = (
+        f(&b.next_critic_obs[row * OBS..][..OBS]),
+        f64::from(b.rewards[row]),
+    );
+    let dist_of = |alg: &Sac, s: &[f64]| {
+        let x: Vec<f32> = s.iter().map(|v| *v as f32).collect();
+        let d = alg
+            .policy()
+            .distribution_detached(&Tensor::from_slice(&x, (1, OBS), &DEV).unwrap())
+            .unwrap();
+        (values(&d.mean), values(&d.log_std))
+    };
+    // y = r + γ (min Q'(s', a') − α log π(a'|s')).
+    let (mn, lsn) = dist_of(&alg, &sn);
+    let u_next: Vec<f64> = (0..na)
+        .map(|k| f64::from(mn[k]) + f64::from(lsn[k]).exp() * f64::from(eps_next[k]))
+        .collect();
+    let a_next: Vec<f64> = u_next.iter().map(|u| u.tanh()).collect();
+    let q_next = q(&w[2], &sn, &a_next).min(q(&w[3], &sn, &a_next))
+        - alpha0 * squashed_logp(&mn, &lsn, &u_next);
+    let y = r + gamma * q_next;
+    let (q1, q2) = (q(&w[0], &so, &a), q(&w[1], &so, &a));
+    // The actor's distribution before its own step (the critics step first).
+    let (mp, lsp) = dist_of(&alg, &so);
+
+    let stats = alg.update(&mut rng, &mut Plus(0.25), 0).unwrap();
+    let stat = |k: &str| stats.iter().find(|(n, _)| *n == k).unwrap().1;
+    assert!(
+        close(stat("q_loss"), (q1 - y).powi(2) + (q2 - y).powi(2), 1e-4),
+        "q_loss {} vs {}",
+        stat("q_loss"),
+        (q1 - y).powi(2) + (q2 - y).powi(2)
+    );
+    assert!(close(stat("q_mean"), q1, 1e-5));
+    // Adam's first step moves every parameter by the learning rate against its gradient's
+    // sign: ∂/∂w of (Q − y)² is 2 (Q − y) x.
+    let after = named(alg.save().unwrap());
+    let x = [so[0], so[1], a[0], a[1], 1.0];
+    let mut stepped = [[0.0; 5]; 2];
+    for (c, (name, qv)) in [("q1", q1), ("q2", q2)].iter().enumerate() {
+        let got: Vec<f32> = values(&after[&format!("{name}.0.weight")])
+            .into_iter()
+            .chain(values(&after[&format!("{name}.0.bias")]))
+            .collect();
+        for j in 0..5 {
+            let grad = 2.0 * (qv - y) * x[j];
+            stepped[c][j] = w[c][j] - tau_lr * grad.signum();
+            assert!(
+                close(f64::from(got[j]), stepped[c][j], 1e-5),
+                "{name}[{j}]: {} vs {}",
+                got[j],
+                stepped[c][j]
+            );
+        }
+    }
+    // Actor: α log π(a|s) − min Q(s, a) on the stepped critics, a = tanh(μ + σ ε), plus the
+    // hook's 0.25.
+    let u: Vec<f64> = (0..na)
+        .map(|k| f64::from(mp[k]) + f64::from(lsp[k]).exp() * f64::from(eps_pi[k]))
+        .collect();
+    let a_pi: Vec<f64> = u.iter().map(|u| u.tanh()).collect();
+    let logp = squashed_logp(&mp, &lsp, &u);
+    let q_pi = q(&stepped[0], &so, &a_pi).min(q(&stepped[1], &so, &a_pi));
+    let actor_loss = alpha0 * logp - q_pi + 0.25;
+    assert!(
+        close(stat("actor_loss"), actor_loss, 1e-4),
+        "actor_loss {} vs {actor_loss}",
+        stat("actor_loss")
+    );
+    assert!(
+        close(stat("entropy"), -logp, 1e-4),
+        "entropy {} vs {}",
+        stat("entropy"),
+        -logp
+    );
+    // Temperature: the gradient on log α is −(log π + H̄), H̄ = −2 (two actions).
+    let g = -(logp - 2.0);
+    let alpha = (alpha0.ln() - cfg.alpha_learning_rate * g.signum()).exp();
+    assert!(
+        close(stat("alpha"), alpha, 1e-5),
+        "alpha {} vs {alpha}",
+        stat("alpha")
+    );
+}

@@ -6,6 +6,7 @@ pub mod endpoint;
 pub mod eval;
 pub mod export;
 pub mod flash;
+pub mod hil;
 pub mod keygen;
 pub mod plot;
 pub mod serve;

@@ -12,10 +12,12 @@
 mod hw;
 mod plant;
 mod serial;
+mod stepped;
 
 pub use hw::MAX_DUTY;
 pub use plant::{Plant, PlantReading, ServoModel};
 pub use serial::PtySerial;
+pub use stepped::{QueueSerial, SimClock, SteppedBoard};
 
 use crate::config::FirmwareConfig;
 use crate::controller::Pulses;

@@ -467,6 +467,64 @@ impl Env for QuadrupedEnv {
     }
 }
 
+/// The body as a servo board sees it, for hardware-in-the-loop: physics advanced one MuJoCo
+/// step at a time with the servo targets the board's pulses command, and the raw sensors the
+/// board reads. Same model, same episode parameters (seeded by `reset`) and same servo model as
+/// `step`, so a policy's gap between the two is the loop's alone.
+impl QuadrupedEnv {
+    /// One MuJoCo step (s).
+    pub fn physics_dt(&self) -> f64 {
+        self.data.model().opt().timestep
+    }
+
+    /// One physics step with these servo targets (rad, as the servo reads its own angle);
+    /// `None` is a servo without pulses: it holds no position (its target follows the joint,
+    /// leaving the actuator's damping only).
+    pub fn step_servos(&mut self, targets: &[Option<f64>; NUM_SERVOS]) {
+        let l = &self.robot.layout;
+        let mut target = self.target;
+        for i in 0..NUM_SERVOS {
+            target[i] = targets[i]
+                .unwrap_or_else(|| self.data.qpos()[l.servo_qpos[i]] + self.params.joint_offset[i]);
+        }
+        self.target = target;
+        self.apply_targets(&target);
+        self.data.step();
+    }
+
+    /// What the board's sensors read now (joint angles with the servo's calibration error),
+    /// without noise: the board's own ADC and IMU add theirs.
+    pub fn read_sensors(&self) -> OnboardSensors {
+        let l = &self.robot.layout;
+        let (qpos, qvel) = (self.data.qpos(), self.data.qvel());
+        OnboardSensors {
+            gyro: self.sensor(l.sensor_gyro),
+            quat: self.base_quat(),
+            acc: self.sensor(l.sensor_acc),
+            joint_pos: std::array::from_fn(|i| qpos[l.servo_qpos[i]] + self.params.joint_offset[i]),
+            joint_vel: std::array::from_fn(|i| qvel[l.servo_dof[i]]),
+        }
+    }
+
+    /// Each servo's actuator force now (N m).
+    pub fn servo_torques(&self) -> [f64; NUM_SERVOS] {
+        let force = self.data.actuator_force();
+        self.robot.layout.servo_actuator.map(|a| force[a])
+    }
+
+    /// Adds `dv` (m/s, world x and y) to the torso's velocity: a push.
+    pub fn push_base(&mut self, dv: [f64; 2]) {
+        let qvel = self.data.qvel_mut();
+        qvel[0] += dv[0];
+        qvel[1] += dv[1];
+    }
+
+    /// Whether the robot has fallen by the task's termination rule.
+    pub fn has_fallen(&self) -> bool {
+        self.fallen()
+    }
+}
+
 impl QuadrupedEnv {
     /// Mechanical power of the leg servos right now: sum |torque * joint speed| (W).
     fn leg_power(&self) -> f64 {

@@ -1,0 +1,113 @@
+//! `clawrl hil`: the HIL scenarios with MuJoCo as the body (hil-tests/src/scenario.rs): the
+//! runtime's own loop, the firmware core and the serial protocol, in lockstep or real time.
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clawrl_hil_tests::bridge::Clocking;
+use clawrl_hil_tests::reference::Pose;
+use clawrl_hil_tests::{report, scenario};
+use clawrl_sim::quadruped::TaskConfig;
+
+/// Run HIL scenarios (MuJoCo as the body) and report; exits non-zero if one fails.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The policy bundle (`clawrl export`).
+    #[arg(long, default_value = "runs/quadruped_distill/student.clawrl")]
+    bundle: PathBuf,
+    /// A scenario to run (repeatable); `list` shows them; default all.
+    #[arg(long = "scenario")]
+    scenarios: Vec<String>,
+    /// Wall-clock time instead of lockstep (what the robot sees; slower).
+    #[arg(long)]
+    realtime: bool,
+    /// Seed of the body's episode (the pure simulation uses the same).
+    #[arg(long, default_value_t = 3)]
+    seed: u64,
+    #[arg(long, default_value = "configs/task/quadruped_flat.toml")]
+    task_config: PathBuf,
+    #[arg(long, default_value = "configs/runtime/robot.toml")]
+    runtime_config: PathBuf,
+    /// Report, pictures and scratch files.
+    #[arg(long, default_value = "runs/hil")]
+    out: PathBuf,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    if a.scenarios.iter().any(|s| s == "list") {
+        for s in scenario::scenarios() {
+            println!("{:12} {}", s.name, s.about);
+        }
+        return Ok(());
+    }
+    let chosen = if a.scenarios.is_empty() {
+        scenario::scenarios()
+    } else {
+        a.scenarios
+            .iter()
+            .map(|n| scenario::by_name(n))
+            .collect::<Result<Vec<_>>>()?
+    };
+    // Before anything moves: the bundle must be readable and made for this robot.
+    let bundle = clawrl_bundle::read(&a.bundle, &clawrl_bundle::Trust::default())
+        .with_context(|| format!("--bundle {}", a.bundle.display()))?;
+    clawrl_runtime::install::check_bundle(
+        &bundle,
+        &clawrl_runtime::install::RobotExpectation::claw_quadruped(),
+    )?;
+    let task = TaskConfig::load(&a.task_config, &[])?;
+    std::fs::create_dir_all(&a.out)?;
+    let mut text = String::new();
+    let mut failed = Vec::new();
+    for s in &chosen {
+        let setup = scenario::Setup {
+            bundle: a.bundle.clone(),
+            seed: a.seed,
+            clocking: if a.realtime {
+                Clocking::RealTime
+            } else {
+                Clocking::Lockstep
+            },
+            task: task.clone(),
+            runtime_config: a.runtime_config.clone(),
+            dir: a.out.join("scratch").join(s.name),
+        };
+        eprintln!("hil: {} ({}) ...", s.name, s.about);
+        let (o, cmp, checks) = scenario::run_and_check(s, &setup)?;
+        let block = report::scenario_text(&o, cmp.as_ref(), &checks);
+        print!("{block}");
+        text.push_str(&block);
+        if scenario::walks(s) {
+            let hil: Vec<Pose> = o
+                .trace
+                .samples
+                .iter()
+                .filter(|p| p.t >= o.policy_from_s)
+                .map(Pose::from)
+                .collect();
+            let sim = clawrl_hil_tests::reference::simulate(
+                &bundle, &task, a.seed, s.command, s.seconds,
+            )?;
+            let png = a.out.join(format!("path_{}.png", s.name));
+            report::path_plot(
+                &png,
+                &format!("{}: torso path from above", s.name),
+                &hil,
+                &sim,
+            )?;
+        }
+        if !checks.iter().all(|c| c.passed) {
+            failed.push(s.name);
+        }
+    }
+    let file = a.out.join("report.txt");
+    std::fs::write(&file, &text)?;
+    println!(
+        "report: {} (pictures: {}/path_*.png)",
+        file.display(),
+        a.out.display()
+    );
+    if !failed.is_empty() {
+        bail!("scenario(s) failed: {}", failed.join(", "));
+    }
+    Ok(())
+}

@@ -1,0 +1,403 @@
+//! The bridge between the runtime and the body: a pseudo-terminal the runtime opens as its
+//! servo port, the virtual board (firmware core on simulated time) behind it, the MuJoCo body
+//! behind the board, and the scenario's faults on the line in between. One thread owns all of
+//! it, so a lockstep run is deterministic.
+//!
+//! Clocks:
+//! - **lockstep**: the body's time advances one control period each time the runtime asks
+//!   for the robot state (the last transaction of its cycle), after that cycle's goals reached
+//!   the board, and before the board answers (PX4's lockstep SITL works the same way). When
+//!   the runtime is silent (cable out, runtime stopped) it advances a period per
+//!   `free_run` of wall time, so the board's watchdog still sees the silence.
+//! - **real time**: the body's time follows the wall clock, what a robot sees.
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clawrl_firmware::virtual_board::SteppedBoard;
+use clawrl_firmware::{FirmwareConfig, SafetyState};
+use clawrl_protocol::table::board;
+use serialport::{SerialPort, TTYPort};
+
+use crate::body::MujocoBody;
+use crate::faults::{Direction, FaultCounts, FaultWindow, Faults};
+use crate::framer::{Framer, Unit};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clocking {
+    Lockstep,
+    RealTime,
+}
+
+/// Something that happens to the robot at a simulated time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A shove: this velocity (m/s, world x and y) added to the torso.
+    Push([f64; 2]),
+    /// The e-stop button wired to the board.
+    EStop,
+}
+
+#[derive(Debug, Clone)]
+pub struct BridgeConfig {
+    pub clocking: Clocking,
+    /// The runtime's control period (µs).
+    pub period_us: u64,
+    pub faults: Vec<FaultWindow>,
+    pub fault_seed: u64,
+    pub events: Vec<(f64, Event)>,
+    /// Lockstep: advance anyway after this long without a cycle from the runtime.
+    pub free_run: Duration,
+}
+
+/// The robot once per control period.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// Simulated time, s.
+    pub t: f64,
+    pub base_pos: [f64; 3],
+    /// Torso velocity in its own frame, m/s.
+    pub base_lin_vel: [f64; 3],
+    pub yaw_rate: f64,
+    pub state: SafetyState,
+    pub faults: u16,
+    /// Outputs putting out pulses.
+    pub driven: usize,
+    pub fallen: bool,
+}
+
+/// Everything a run recorded.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    pub samples: Vec<Sample>,
+    /// Servo outputs (per tick and servo) that commanded an angle outside the joint's limits.
+    pub out_of_limit: u64,
+    /// Servo outputs checked.
+    pub outputs_checked: u64,
+    pub faults: FaultCounts,
+    /// Control periods the body advanced, and those it advanced without the runtime.
+    pub periods: u64,
+    pub free_run_periods: u64,
+    /// Simulated time the board's watchdog fault first latched, s.
+    pub watchdog_at: Option<f64>,
+    pub wall: Duration,
+    /// MuJoCo steps taken.
+    pub physics_steps: u64,
+}
+
+impl Trace {
+    /// Simulated seconds covered.
+    pub fn seconds(&self) -> f64 {
+        self.samples.last().map_or(0.0, |s| s.t)
+    }
+}
+
+/// The runtime's end of the line: a pty pair behind a fixed path (a symlink), so the cable
+/// can be pulled (the pair closed: the runtime's port fails) and plugged back (a new pair
+/// behind the same path: the runtime's reconnect finds it).
+struct Port {
+    link: PathBuf,
+    pair: Option<(TTYPort, TTYPort)>,
+}
+
+impl Port {
+    fn new(link: &Path) -> Result<Self> {
+        let mut p = Self {
+            link: link.to_path_buf(),
+            pair: None,
+        };
+        p.plug()?;
+        Ok(p)
+    }
+
+    fn plug(&mut self) -> Result<()> {
+        let (mut master, slave) = TTYPort::pair().context("creating a pseudo-terminal")?;
+        master.set_timeout(Duration::from_micros(200))?;
+        let name = slave.name().context("pty without a name")?;
+        let tmp = self.link.with_extension("new");
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&name, &tmp)?;
+        std::fs::rename(&tmp, &self.link)?;
+        self.pair = Some((master, slave));
+        Ok(())
+    }
+
+    fn unplug(&mut self) {
+        self.pair = None;
+    }
+
+    fn plugged(&self) -> bool {
+        self.pair.is_some()
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> usize {
+        match &mut self.pair {
+            Some((m, _)) => m.read(buf).unwrap_or(0),
+            None => {
+                std::thread::sleep(Duration::from_micros(200));
+                0
+            }
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if let Some((m, _)) = &mut self.pair {
+            let _ = m.write_all(bytes);
+        }
+    }
+}
+
+/// A running bridge; [`Bridge::finish`] stops it and returns the trace.
+pub struct Bridge {
+    link: PathBuf,
+    stop: Arc<AtomicBool>,
+    now_us: Arc<AtomicU64>,
+    thread: Option<JoinHandle<Result<Trace>>>,
+}
+
+impl Bridge {
+    /// Starts the bridge; the runtime opens [`Bridge::port`]. `body` is built in the bridge's
+    /// thread (MuJoCo's data stays there).
+    pub fn spawn(
+        dir: &Path,
+        firmware: FirmwareConfig,
+        body: impl FnOnce() -> Result<MujocoBody> + Send + 'static,
+        cfg: BridgeConfig,
+    ) -> Result<Self> {
+        let link = dir.join("board.tty");
+        let port = Port::new(&link)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let now_us = Arc::new(AtomicU64::new(0));
+        let (stop2, now2) = (stop.clone(), now_us.clone());
+        let thread = std::thread::Builder::new()
+            .name("hil-bridge".into())
+            .spawn(move || {
+                let board = SteppedBoard::new(firmware.clone(), body()?);
+                Loop::new(board, port, firmware, cfg, now2).run(&stop2)
+            })?;
+        Ok(Self {
+            link,
+            stop,
+            now_us,
+            thread: Some(thread),
+        })
+    }
+
+    /// The serial port path the runtime opens.
+    pub fn port(&self) -> &Path {
+        &self.link
+    }
+
+    /// The body's simulated time, µs.
+    pub fn now_us(&self) -> u64 {
+        self.now_us.load(Ordering::Relaxed)
+    }
+
+    pub fn finish(mut self) -> Result<Trace> {
+        self.stop.store(true, Ordering::Relaxed);
+        let t = self.thread.take().expect("finished once");
+        t.join()
+            .map_err(|_| anyhow::anyhow!("the HIL bridge panicked"))?
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Bytes waiting for their simulated release time.
+type Queue = VecDeque<(f64, Vec<u8>)>;
+
+struct Loop {
+    board: SteppedBoard<MujocoBody>,
+    port: Port,
+    firmware: FirmwareConfig,
+    cfg: BridgeConfig,
+    faults: Faults,
+    to_board: Framer,
+    to_runtime: Framer,
+    board_queue: Queue,
+    runtime_queue: Queue,
+    events: Vec<(f64, Event)>,
+    trace: Trace,
+    published: Arc<AtomicU64>,
+}
+
+/// The runtime's READ of the whole robot state: the last transaction of its cycle.
+fn is_state_read(u: &Unit) -> bool {
+    u.header() == Some((100, 0x02, Some(board::ROBOT_STATE)))
+}
+
+impl Loop {
+    fn new(
+        board: SteppedBoard<MujocoBody>,
+        port: Port,
+        firmware: FirmwareConfig,
+        cfg: BridgeConfig,
+        published: Arc<AtomicU64>,
+    ) -> Self {
+        let mut events = cfg.events.clone();
+        events.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Self {
+            board,
+            port,
+            firmware,
+            faults: Faults::new(cfg.faults.clone(), cfg.fault_seed),
+            cfg,
+            to_board: Framer::default(),
+            to_runtime: Framer::default(),
+            board_queue: Queue::new(),
+            runtime_queue: Queue::new(),
+            events,
+            trace: Trace::default(),
+            published,
+        }
+    }
+
+    fn now_s(&self) -> f64 {
+        self.board.now_us() as f64 * 1e-6
+    }
+
+    fn run(mut self, stop: &AtomicBool) -> Result<Trace> {
+        let start = Instant::now();
+        let mut last_cycle = Instant::now();
+        let mut buf = [0u8; 512];
+        while !stop.load(Ordering::Relaxed) {
+            let n = self.port.read(&mut buf);
+            self.to_board.push(&buf[..n]);
+            while let Some(mut unit) = self.to_board.next_unit() {
+                if self.cfg.clocking == Clocking::Lockstep && is_state_read(&unit) {
+                    // This cycle's goals reach the board before the body moves on.
+                    self.deliver_to_board();
+                    self.period();
+                    last_cycle = Instant::now();
+                }
+                let t = self.now_s();
+                if let Some(at) = self.faults.apply(Direction::ToBoard, &mut unit, t) {
+                    self.board_queue.push_back((at, unit.bytes().to_vec()));
+                }
+                self.deliver_to_board();
+            }
+            match self.cfg.clocking {
+                Clocking::Lockstep if last_cycle.elapsed() >= self.cfg.free_run => {
+                    self.period();
+                    self.trace.free_run_periods += 1;
+                    last_cycle = Instant::now();
+                }
+                Clocking::Lockstep => {}
+                Clocking::RealTime => {
+                    let wall = start.elapsed().as_micros() as u64;
+                    while self.board.now_us() + self.cfg.period_us <= wall {
+                        self.period();
+                    }
+                }
+            }
+            self.deliver_to_board();
+            self.deliver_to_runtime();
+            self.cable();
+        }
+        self.trace.wall = start.elapsed();
+        self.trace.faults = self.faults.counts;
+        self.trace.physics_steps = self.board.plant().steps();
+        Ok(self.trace)
+    }
+
+    /// Plugs or pulls the cable as the fault windows say.
+    fn cable(&mut self) {
+        let out = self.faults.unplugged(self.now_s());
+        if out && self.port.plugged() {
+            self.port.unplug();
+        } else if !out && !self.port.plugged() && self.port.plug().is_err() {
+            // No pty to be had: stays out, tried again next turn.
+        }
+    }
+
+    /// Hands the board every byte whose time has come; frames its answers for the way back.
+    fn deliver_to_board(&mut self) {
+        let now = self.now_s();
+        let mut answers = Vec::new();
+        while self.board_queue.front().is_some_and(|(at, _)| *at <= now) {
+            let (_, bytes) = self.board_queue.pop_front().expect("checked");
+            self.board.receive(&bytes, &mut answers);
+        }
+        self.to_runtime.push(&answers);
+        while let Some(mut unit) = self.to_runtime.next_unit() {
+            if let Some(at) = self.faults.apply(Direction::ToRuntime, &mut unit, now) {
+                self.runtime_queue.push_back((at, unit.bytes().to_vec()));
+            }
+        }
+    }
+
+    fn deliver_to_runtime(&mut self) {
+        let now = self.now_s();
+        while self.runtime_queue.front().is_some_and(|(at, _)| *at <= now) {
+            let (_, bytes) = self.runtime_queue.pop_front().expect("checked");
+            self.port.write(&bytes);
+        }
+    }
+
+    /// One control period of the board and the body, then events due and a sample.
+    fn period(&mut self) {
+        let limits: Vec<[f32; 2]> = self
+            .firmware
+            .servos
+            .iter()
+            .map(|s| [s.min_rad, s.max_rad])
+            .collect();
+        let (mut checked, mut outside) = (0u64, 0u64);
+        self.board.advance(self.cfg.period_us, |o, body| {
+            for (i, p) in o.pulses_us.iter().enumerate() {
+                if let Some(p) = p {
+                    let angle = body.target(i, *p) as f32;
+                    // A pulse is quantised to 1/65535 of the period: far below 1 mrad.
+                    let [lo, hi] = limits[i];
+                    checked += 1;
+                    outside += u64::from(!(angle >= lo - 1e-3 && angle <= hi + 1e-3));
+                }
+            }
+        });
+        self.trace.outputs_checked += checked;
+        self.trace.out_of_limit += outside;
+        self.trace.periods += 1;
+        let now = self.now_s();
+        while self.events.last().is_some_and(|(at, _)| *at <= now) {
+            let (_, event) = self.events.pop().expect("checked");
+            match event {
+                Event::Push(dv) => self.board.plant_mut().env_mut().push_base(dv),
+                Event::EStop => {
+                    let _ = self
+                        .board
+                        .controller_mut()
+                        .safety_command(board::command::ESTOP);
+                }
+            }
+        }
+        self.published.store(self.board.now_us(), Ordering::Relaxed);
+        let o = self.board.observed();
+        if o.faults & board::fault::WATCHDOG != 0 && self.trace.watchdog_at.is_none() {
+            self.trace.watchdog_at = Some(now);
+        }
+        let env = self.board.plant().env();
+        let tel = clawrl_sim::Env::telemetry(env);
+        self.trace.samples.push(Sample {
+            t: now,
+            base_pos: tel.base_pos,
+            base_lin_vel: tel.base_lin_vel,
+            yaw_rate: tel.yaw_rate,
+            state: o.state,
+            faults: o.faults,
+            driven: o.pulses_us.iter().filter(|p| p.is_some()).count(),
+            fallen: env.has_fallen(),
+        });
+    }
+}

@@ -1,0 +1,139 @@
+//! What a HIL run tells a person: one block of text per scenario (pass conditions, the gap to
+//! the pure simulation, faults, timing) and a top-down picture of the torso's path in the loop
+//! next to the pure simulation's.
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Result, anyhow};
+use plotters::prelude::*;
+
+use crate::reference::Pose;
+use crate::scenario::{Check, Comparison, Outcome};
+
+static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+
+/// One scenario's block.
+pub fn scenario_text(o: &Outcome, cmp: Option<&Comparison>, checks: &[Check]) -> String {
+    let t = &o.trace;
+    let mut s = String::new();
+    let passed = checks.iter().all(|c| c.passed);
+    let _ = writeln!(
+        s,
+        "== {} ({}): {}",
+        o.scenario.name,
+        o.scenario.about,
+        if passed { "PASS" } else { "FAIL" }
+    );
+    for c in checks {
+        let _ = writeln!(
+            s,
+            "  [{}] {}",
+            if c.passed { "ok" } else { "FAILED" },
+            c.what
+        );
+    }
+    if let Some(c) = cmp {
+        let _ = writeln!(
+            s,
+            "  walk: HIL {:.2} m at ({:.3}, {:.3}) m/s, error {:.3} m/s, yaw {:.3} rad/s; simulation {:.2} m at ({:.3}, {:.3}) m/s, error {:.3} m/s, yaw {:.3} rad/s; gap distance {:.1} %, velocity error {:.1} %",
+            c.hil.distance,
+            c.hil.velocity[0],
+            c.hil.velocity[1],
+            c.hil.velocity_error,
+            c.hil.yaw_rate,
+            c.sim.distance,
+            c.sim.velocity[0],
+            c.sim.velocity[1],
+            c.sim.velocity_error,
+            c.sim.yaw_rate,
+            c.distance_gap() * 100.0,
+            c.velocity_error_gap() * 100.0
+        );
+    }
+    let sim_s = t.seconds();
+    let _ = writeln!(
+        s,
+        "  line: {} packets, {} lost, {} bytes corrupted, {} held, {} replaced; runtime: {} cycles, {} link drop(s), {} goal entries limited, phases {:?}",
+        t.faults.packets,
+        t.faults.dropped,
+        t.faults.bytes_corrupted,
+        t.faults.held,
+        t.faults.replaced,
+        o.summary.cycles,
+        o.summary.link_downs,
+        o.summary.goals_limited,
+        o.summary.phases
+    );
+    let _ = writeln!(
+        s,
+        "  time: {sim_s:.1} s simulated in {:.2} s of wall time ({:.1}x real time), {} MuJoCo steps, {} periods without the runtime",
+        t.wall.as_secs_f64(),
+        sim_s / t.wall.as_secs_f64().max(1e-9),
+        t.physics_steps,
+        t.free_run_periods
+    );
+    s
+}
+
+/// The torso's path seen from above, HIL against the pure simulation, each from where the
+/// policy took over.
+pub fn path_plot(file: &Path, title: &str, hil: &[Pose], sim: &[Pose]) -> Result<()> {
+    let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    let rel = |p: &[Pose]| -> Vec<(f64, f64)> {
+        let Some(o) = p.first() else {
+            return Vec::new();
+        };
+        p.iter()
+            .map(|q| (q.base_pos[0] - o.base_pos[0], q.base_pos[1] - o.base_pos[1]))
+            .collect()
+    };
+    let (h, s) = (rel(hil), rel(sim));
+    let all = h.iter().chain(&s);
+    let (mut lo, mut hi) = ((-0.1f64, -0.1f64), (0.1f64, 0.1f64));
+    for &(x, y) in all {
+        lo = (lo.0.min(x), lo.1.min(y));
+        hi = (hi.0.max(x), hi.1.max(y));
+    }
+    // Equal scales on both axes: a square around the paths.
+    let span = (hi.0 - lo.0).max(hi.1 - lo.1) * 1.1;
+    let (cx, cy) = ((lo.0 + hi.0) / 2.0, (lo.1 + hi.1) / 2.0);
+    let root = BitMapBackend::new(file, (640, 640)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(
+            cx - span / 2.0..cx + span / 2.0,
+            cy - span / 2.0..cy + span / 2.0,
+        )
+        .map_err(|e| anyhow!("{e}"))?;
+    chart
+        .configure_mesh()
+        .x_desc("x (m)")
+        .y_desc("y (m)")
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    for (points, colour, label) in [
+        (&s, BLUE, "pure simulation"),
+        (&h, RED, "HIL (runtime + firmware + MuJoCo)"),
+    ] {
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                colour.stroke_width(2),
+            ))
+            .map_err(|e| anyhow!("{e}"))?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour));
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    root.present().map_err(|e| anyhow!("{e}"))?;
+    Ok(())
+}
