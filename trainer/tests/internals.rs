@@ -848,3 +848,180 @@ fn one_sac_update_on_known_weights_gives_the_worked_losses_and_steps() {
         stat("alpha")
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// What one PPO update reports, worked through
+
+/// One rollout of 3 environments × 2 steps with 2 actions and the critic V(s) = s₀ − 2 s₁ + 1;
+/// then the actor's log-std is moved by `shift` (so the update's policy differs from the one
+/// that acted, as after earlier minibatches) and one update runs with `cfg`'s learning rate.
+/// Returns the update's stats, the storage as the update saw it and the shifted log-std.
+fn ppo_stats(
+    cfg: PpoConfig,
+    shift: [f64; 2],
+) -> (Vec<(&'static str, f64)>, Vec<f32>, Vec<Vec<f32>>) {
+    let (n, na) = (3, 2);
+    let mut alg = ppo_with_actions(cfg, na, n, 8);
+    let mut t = named(alg.save().unwrap());
+    set(&mut t, "critic.0.weight", &[1.0, -2.0]);
+    set(&mut t, "critic.0.bias", &[1.0]);
+    alg.load(&t).unwrap();
+    let mut rng = Rng::seed_from_u64(4);
+    let mut b = random_batch(n, &mut rng);
+    for _ in 0..2 {
+        alg.act(&b, &mut rng).unwrap();
+        b = random_batch(n, &mut rng);
+        alg.process_env_step(&b).unwrap();
+    }
+    alg.compute_returns(&b).unwrap();
+    let s = alg.storage();
+    let rows = [
+        s.actor_obs.clone(),
+        s.actions.clone(),
+        s.log_probs.clone(),
+        s.advantages.clone(),
+        s.returns.clone(),
+        s.values.clone(),
+        s.means.clone(),
+        s.log_stds.clone(),
+        s.critic_obs.clone(),
+    ];
+    let mut t = named(alg.save().unwrap());
+    let ls = values(&t["actor.log_std"]);
+    let moved: Vec<f64> = ls
+        .iter()
+        .zip(shift)
+        .map(|(l, d)| f64::from(*l) + d)
+        .collect();
+    set(&mut t, "actor.log_std", &moved);
+    alg.load(&t).unwrap();
+    let stats = alg.update(&mut rng, &mut NoHooks, 0).unwrap();
+    (
+        stats,
+        moved.iter().map(|v| *v as f32).collect(),
+        rows.to_vec(),
+    )
+}
+
+#[test]
+fn a_ppo_update_reports_the_losses_kl_and_clip_fraction_of_its_minibatches() {
+    // Learning rate 0 (fixed): both minibatches of 3 rows see the same networks, so every
+    // reported mean is a mean over all 6 rows, worked here from the stored rollout:
+    //   ratio r = exp(log π_new(a) − log π_old(a)), with π_new's log-std shifted;
+    //   policy loss = mean max(−A r, −A clamp(r, 0.8, 1.2)); clip fraction = share |r − 1| > 0.2;
+    //   KL(old ‖ new) per row = Σ_k ln(σ'/σ) + σ²/(2σ'²) − 1/2 (the means did not move);
+    //   entropy = Σ_k (1/2 + ln √(2π) + ln σ'); value loss = mean (V − R)² (V = V_old).
+    let cfg = PpoConfig {
+        num_steps_per_env: 2,
+        num_mini_batches: 2,
+        learning_rate: 0.0,
+        schedule: "fixed".into(),
+        ..ppo_config()
+    };
+    let shift = [0.35, -0.3];
+    for clipped in [true, false] {
+        let cfg = PpoConfig {
+            use_clipped_value_loss: clipped,
+            ..cfg.clone()
+        };
+        let (stats, ls_new, r) = ppo_stats(cfg, shift);
+        let stat = |k: &str| stats.iter().find(|(n, _)| *n == k).unwrap().1;
+        let (na, rows) = (2, 6);
+        let (mut pl, mut clip, mut kl, mut ent, mut vl) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for i in 0..rows {
+            let (mut logp, mut row_kl) = (0.0, 0.0);
+            for k in 0..na {
+                let j = i * na + k;
+                let (m, a) = (f64::from(r[6][j]), f64::from(r[1][j]));
+                let (l_old, l_new) = (f64::from(r[7][j]), f64::from(ls_new[k]));
+                let z = (a - m) / l_new.exp();
+                logp += -0.5 * z * z - l_new - 0.5 * (2.0 * PI).ln();
+                row_kl += l_new - l_old + (2.0 * l_old).exp() / (2.0 * (2.0 * l_new).exp()) - 0.5;
+                ent += 0.5 + 0.5 * (2.0 * PI).ln() + l_new;
+            }
+            let ratio = (logp - f64::from(r[2][i])).exp();
+            let adv = f64::from(r[3][i]);
+            pl += (-adv * ratio).max(-adv * ratio.clamp(0.8, 1.2));
+            clip += f64::from(u8::from((ratio - 1.0).abs() > 0.2));
+            kl += row_kl;
+            vl += (f64::from(r[5][i]) - f64::from(r[4][i])).powi(2);
+        }
+        let n = rows as f64;
+        let want = [
+            ("policy_loss", pl / n),
+            ("clip_fraction", clip / n),
+            ("approx_kl", kl / n),
+            ("entropy", ent / n),
+            ("value_loss", vl / n),
+            ("learning_rate", 0.0),
+            (
+                "action_std",
+                (ls_new[0].exp() + ls_new[1].exp()) as f64 / 2.0,
+            ),
+        ];
+        assert!(
+            clip > 0.0 && clip < n,
+            "some ratios clipped, not all: {clip}"
+        );
+        for (k, w) in want {
+            assert!(
+                close(stat(k), w, 1e-4 * w.abs().max(1.0)),
+                "{k} (clipped value loss {clipped}): {} vs {w}",
+                stat(k)
+            );
+        }
+        assert!(stat("grad_norm") > 0.0);
+    }
+}
+
+/// A hook that pulls every action mean down: its loss is 1000 × the sum of the means.
+struct PullMeansDown;
+
+impl clawrl_trainer::algorithms::TrainHooks for PullMeansDown {
+    fn extra_loss(
+        &mut self,
+        ctx: &clawrl_trainer::algorithms::LossContext<'_>,
+    ) -> anyhow::Result<Option<Tensor>> {
+        Ok(Some((ctx.dist.mean.sum_all()? * 1000.0)?))
+    }
+}
+
+#[test]
+fn the_hooks_loss_joins_the_actors_and_the_value_coefficient_scales_the_critics() {
+    // Pure distillation's arithmetic: RL weight 0, value-loss coefficient 0, one minibatch.
+    // The only gradient is the hook's: Adam's first step moves the mean head's bias by
+    // exactly the learning rate, down; the critic does not move.
+    let cfg = PpoConfig {
+        num_steps_per_env: 2,
+        value_loss_coef: 0.0,
+        learning_rate: 1e-3,
+        schedule: "fixed".into(),
+        ..ppo_config()
+    };
+    let mut alg = ppo(cfg, vec![], 4, 5);
+    alg.set_rl_coef(0.0);
+    let before = named(alg.save().unwrap());
+    let mut rng = Rng::seed_from_u64(6);
+    let mut b = random_batch(4, &mut rng);
+    for _ in 0..2 {
+        alg.act(&b, &mut rng).unwrap();
+        b = random_batch(4, &mut rng);
+        alg.process_env_step(&b).unwrap();
+    }
+    alg.compute_returns(&b).unwrap();
+    alg.update(&mut rng, &mut PullMeansDown, 0).unwrap();
+    let after = named(alg.save().unwrap());
+    let head = "actor.1.bias";
+    let (b0, b1) = (values(&before[head]), values(&after[head]));
+    assert!(
+        close(f64::from(b1[0]), f64::from(b0[0]) - 1e-3, 1e-6),
+        "{head}: {b0:?} -> {b1:?}"
+    );
+    for k in ["critic.0.weight", "critic.0.bias"] {
+        assert_eq!(
+            values(&before[k]),
+            values(&after[k]),
+            "{k} moved with value_loss_coef 0"
+        );
+    }
+}
