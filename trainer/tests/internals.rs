@@ -852,14 +852,14 @@ fn one_sac_update_on_known_weights_gives_the_worked_losses_and_steps() {
 // ---------------------------------------------------------------------------------------------
 // What one PPO update reports, worked through
 
+/// An update's stats, the shifted log-std and the stored rollout columns.
+type PpoStats = (Vec<(&'static str, f64)>, Vec<f32>, Vec<Vec<f32>>);
+
 /// One rollout of 3 environments × 2 steps with 2 actions and the critic V(s) = s₀ − 2 s₁ + 1;
 /// then the actor's log-std is moved by `shift` (so the update's policy differs from the one
 /// that acted, as after earlier minibatches) and one update runs with `cfg`'s learning rate.
 /// Returns the update's stats, the storage as the update saw it and the shifted log-std.
-fn ppo_stats(
-    cfg: PpoConfig,
-    shift: [f64; 2],
-) -> (Vec<(&'static str, f64)>, Vec<f32>, Vec<Vec<f32>>) {
+fn ppo_stats(cfg: PpoConfig, shift: [f64; 2]) -> PpoStats {
     let (n, na) = (3, 2);
     let mut alg = ppo_with_actions(cfg, na, n, 8);
     let mut t = named(alg.save().unwrap());
@@ -930,10 +930,10 @@ fn a_ppo_update_reports_the_losses_kl_and_clip_fraction_of_its_minibatches() {
         let (mut pl, mut clip, mut kl, mut ent, mut vl) = (0.0, 0.0, 0.0, 0.0, 0.0);
         for i in 0..rows {
             let (mut logp, mut row_kl) = (0.0, 0.0);
-            for k in 0..na {
+            for (k, &l_new) in ls_new.iter().enumerate().take(na) {
                 let j = i * na + k;
                 let (m, a) = (f64::from(r[6][j]), f64::from(r[1][j]));
-                let (l_old, l_new) = (f64::from(r[7][j]), f64::from(ls_new[k]));
+                let (l_old, l_new) = (f64::from(r[7][j]), f64::from(l_new));
                 let z = (a - m) / l_new.exp();
                 logp += -0.5 * z * z - l_new - 0.5 * (2.0 * PI).ln();
                 row_kl += l_new - l_old + (2.0 * l_old).exp() / (2.0 * (2.0 * l_new).exp()) - 0.5;
