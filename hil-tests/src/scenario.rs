@@ -78,17 +78,28 @@ pub fn scenarios() -> Vec<Scenario> {
     v.push(loss);
     let mut noisy = Scenario::new(
         "noisy-link",
-        "1 % of bytes corrupted and 1 % of packets lost, both ways, for 8 s of walking",
+        "0.1 % of bytes corrupted and 1 % of packets lost, both ways, for 8 s of walking",
         walk,
         8.0,
     );
     noisy
         .faults
-        .push(FaultWindow::new(Fault::Garbage { p: 0.01 }, 0.0, 1e9));
+        .push(FaultWindow::new(Fault::Garbage { p: 0.001 }, 0.0, 1e9));
     noisy
         .faults
         .push(FaultWindow::new(Fault::Drop { p: 0.01 }, 0.0, 1e9));
-    v.push(noisy);
+    v.push(noisy.clone());
+    // At 1 % of bytes a 223-byte robot-state answer arrives intact 0.99^223 = 11 % of the
+    // time: the runtime must stop safely (stale fault), not keep walking.
+    let mut noisier = Scenario::new(
+        "noisy-link-1pct",
+        "1 % of bytes corrupted and 1 % of packets lost: the runtime stops safely",
+        walk,
+        8.0,
+    );
+    noisier.faults = noisy.faults.clone();
+    noisier.faults[0].fault = Fault::Garbage { p: 0.01 };
+    v.push(noisier);
     let mut stall = Scenario::new("stall", "the link stalls for 50 ms after 3 s", walk, 6.0);
     stall.faults.push(FaultWindow::new(Fault::Stall, 3.0, 3.05));
     v.push(stall);
@@ -200,6 +211,18 @@ fn corrupt_copy(bundle: &Path, dir: &Path) -> Result<PathBuf> {
 /// Runs one scenario end to end.
 pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
     std::fs::create_dir_all(&setup.dir)?;
+    // The runtime reads paths relative to its config file: hand it absolute ones.
+    let setup = &Setup {
+        dir: std::fs::canonicalize(&setup.dir)?,
+        ..setup.clone()
+    };
+    // Before anything moves: a bundle that is unreadable or for another robot stops here.
+    let b = clawrl_bundle::read(&setup.bundle, &clawrl_bundle::Trust::default())
+        .with_context(|| format!("bundle {}", setup.bundle.display()))?;
+    clawrl_runtime::install::check_bundle(
+        &b,
+        &clawrl_runtime::install::RobotExpectation::claw_quadruped(),
+    )?;
     let firmware = FirmwareConfig::claw_foot();
     let probe = runtime_config(setup, &setup.dir.join("board.tty"), s.command)?;
     let policy_from_s = probe.safety.stand_s + probe.safety.fade_s;
@@ -335,6 +358,10 @@ pub fn compare(o: &Outcome, setup: &Setup) -> Result<Comparison> {
 /// Bounds a HIL run must keep against the pure simulation. The goal is a gap under 10 %; the
 /// test bound is looser, set from the measured gaps (BENCHMARKS.md, "Hardware in the loop").
 pub const DISTANCE_GAP_BOUND: f64 = 0.25;
+/// Below these differences a gap is within noise whatever its ratio (a reference near zero,
+/// as for a student that stands: the relative gap of two small numbers means nothing).
+pub const DISTANCE_FLOOR_M: f64 = 0.1;
+pub const YAW_RATE_FLOOR: f64 = 0.05;
 pub const VELOCITY_ERROR_BOUND: f64 = 0.05;
 
 /// Every pass condition of the run's scenario.
@@ -376,27 +403,40 @@ pub fn checks(o: &Outcome, cmp: Option<&Comparison>) -> Vec<Check> {
     }
     if let Some(c) = cmp.filter(|_| s.name == "turn") {
         let gap = relative_gap(c.hil.yaw_rate, c.sim.yaw_rate);
-        v.push(check(
-            format!(
-                "yaw rate {:.3} rad/s within {:.0} % of the simulation's {:.3} (gap {:.1} %)",
-                c.hil.yaw_rate,
-                DISTANCE_GAP_BOUND * 100.0,
-                c.sim.yaw_rate,
-                gap * 100.0
-            ),
-            gap <= DISTANCE_GAP_BOUND,
-        ));
+        if c.sim.yaw_rate.abs() < 0.2 * s.command[2].abs() {
+            // A gap to a reference that does not do the task measures nothing; say so.
+            v.push(check(
+                format!(
+                    "yaw rate not compared: in the pure simulation the student does not turn ({:.3} rad/s for a {:.1} rad/s command); in the loop {:.3} rad/s",
+                    c.sim.yaw_rate, s.command[2], c.hil.yaw_rate
+                ),
+                true,
+            ));
+        } else {
+            v.push(check(
+                format!(
+                    "yaw rate {:.3} rad/s within {:.0} % (or {YAW_RATE_FLOOR} rad/s) of the simulation's {:.3} (gap {:.1} %)",
+                    c.hil.yaw_rate,
+                    DISTANCE_GAP_BOUND * 100.0,
+                    c.sim.yaw_rate,
+                    gap * 100.0
+                ),
+                gap <= DISTANCE_GAP_BOUND
+                    || (c.hil.yaw_rate - c.sim.yaw_rate).abs() <= YAW_RATE_FLOOR,
+            ));
+        }
     }
     if let Some(c) = cmp.filter(|_| s.name == "walk") {
         v.push(check(
             format!(
-                "distance {:.2} m within {:.0} % of the simulation's {:.2} m (gap {:.1} %)",
+                "distance {:.2} m within {:.0} % (or {DISTANCE_FLOOR_M} m) of the simulation's {:.2} m (gap {:.1} %)",
                 c.hil.distance,
                 DISTANCE_GAP_BOUND * 100.0,
                 c.sim.distance,
                 c.distance_gap() * 100.0
             ),
-            c.distance_gap() <= DISTANCE_GAP_BOUND,
+            c.distance_gap() <= DISTANCE_GAP_BOUND
+                || (c.hil.distance - c.sim.distance).abs() <= DISTANCE_FLOOR_M,
         ));
         v.push(check(
             format!(
@@ -447,6 +487,13 @@ pub fn checks(o: &Outcome, cmp: Option<&Comparison>) -> Vec<Check> {
             ),
             t.faults.bytes_corrupted > 0 && t.faults.dropped > 0,
         )),
+        "noisy-link-1pct" => v.push(check(
+            format!(
+                "with most readings lost the runtime stopped on its stale fault ({phases:?}; {} bytes corrupted)",
+                t.faults.bytes_corrupted
+            ),
+            phases.contains(&Phase::Fault(RuntimeFault::Stale)),
+        )),
         "stall" => v.push(check(
             format!("the stall held {} unit(s) of traffic", t.faults.held),
             t.faults.held > 0,
@@ -471,7 +518,7 @@ pub fn checks(o: &Outcome, cmp: Option<&Comparison>) -> Vec<Check> {
 
 /// Whether a scenario walks (the others stop the robot on purpose).
 pub fn walks(s: &Scenario) -> bool {
-    !matches!(s.name, "link-loss" | "estop")
+    !matches!(s.name, "link-loss" | "estop" | "noisy-link-1pct")
 }
 
 /// Runs a scenario, compares a walking one with the pure simulation, and checks it.

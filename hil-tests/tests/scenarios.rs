@@ -1,56 +1,107 @@
-//! The HIL scenarios in lockstep: the runtime's `run`, the firmware core and MuJoCo, each
-//! scenario with its pass condition.
-#[path = "../../runtime/tests/common/mod.rs"]
-mod common;
+//! The HIL scenarios in lockstep: the runtime's own `run`, the firmware core on simulated time
+//! and MuJoCo as the body, each scenario with its pass condition (scenario::checks), on the
+//! student the main job distils (fixtures/README.md says how it was made).
+use std::path::{Path, PathBuf};
 
-use clawrl_firmware::SafetyState;
 use clawrl_hil_tests::bridge::Clocking;
-use clawrl_hil_tests::scenario::{self, Outcome, Setup};
-use clawrl_runtime::controller::Phase;
+use clawrl_hil_tests::report;
+use clawrl_hil_tests::scenario::{self, Setup};
 use clawrl_sim::quadruped::TaskConfig;
 
-fn setup(dir: &std::path::Path, bundle: std::path::PathBuf) -> Setup {
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn student() -> PathBuf {
+    repo().join("hil-tests/fixtures/student.clawrl")
+}
+
+fn setup(dir: &Path) -> Setup {
     Setup {
-        bundle,
+        bundle: student(),
         seed: 3,
         clocking: Clocking::Lockstep,
         task: TaskConfig::flat().unwrap(),
-        runtime_config: common::repo().join("configs/runtime/robot.toml"),
+        runtime_config: repo().join("configs/runtime/robot.toml"),
         dir: dir.to_path_buf(),
     }
 }
 
-fn run(name: &str) -> Outcome {
+/// Runs a scenario and fails with its report unless every pass condition holds.
+fn passes(name: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let bundle = common::quadruped_bundle(dir.path(), 1);
-    let o = scenario::run(
-        &scenario::by_name(name).unwrap(),
-        &setup(dir.path(), bundle),
-    )
-    .unwrap();
-    eprintln!(
-        "{name}: {:.1} s simulated in {:.2} s wall; {} periods ({} free-run); summary {:?}; faults {:?}; out of limit {} of {}",
-        o.trace.seconds(),
-        o.wall.as_secs_f64(),
-        o.trace.periods,
-        o.trace.free_run_periods,
-        o.summary,
-        o.trace.faults,
-        o.trace.out_of_limit,
-        o.trace.outputs_checked
-    );
-    o
+    let s = scenario::by_name(name).unwrap();
+    let (o, cmp, checks) = scenario::run_and_check(&s, &setup(dir.path())).unwrap();
+    let text = report::scenario_text(&o, cmp.as_ref(), &checks);
+    eprint!("{text}");
+    assert!(checks.iter().all(|c| c.passed), "{text}");
 }
 
 #[test]
-fn estop_smoke() {
-    let o = run("estop");
-    assert_eq!(o.trace.out_of_limit, 0);
+fn walk() {
+    passes("walk");
+}
+
+#[test]
+fn turn() {
+    passes("turn");
+}
+
+#[test]
+fn push() {
+    passes("push");
+}
+
+#[test]
+fn link_loss() {
+    passes("link-loss");
+}
+
+#[test]
+fn noisy_link() {
+    passes("noisy-link");
+}
+
+#[test]
+fn noisy_link_1pct() {
+    passes("noisy-link-1pct");
+}
+
+#[test]
+fn stall() {
+    passes("stall");
+}
+
+#[test]
+fn estop() {
+    passes("estop");
+}
+
+#[test]
+fn bad_install() {
+    passes("bad-install");
+}
+
+#[test]
+fn an_unknown_scenario_is_refused_with_the_list() {
+    let e = scenario::by_name("walk-on-water").unwrap_err().to_string();
     assert!(
-        o.trace
-            .samples
-            .iter()
-            .any(|s| s.state == SafetyState::EStop)
+        e.contains("walk-on-water") && e.contains("link-loss") && e.contains("estop"),
+        "{e}"
     );
-    assert!(o.summary.phases.contains(&Phase::Running));
+}
+
+#[test]
+fn a_bundle_for_another_robot_stops_before_anything_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(student()).unwrap();
+    // Not a bundle at all.
+    bytes.truncate(100);
+    let bad = dir.path().join("bad.clawrl");
+    std::fs::write(&bad, bytes).unwrap();
+    let mut s = setup(dir.path());
+    s.bundle = bad;
+    let e = scenario::run(&scenario::by_name("walk").unwrap(), &s).unwrap_err();
+    let text = format!("{e:#}");
+    assert!(text.contains("bad.clawrl"), "{text}");
 }

@@ -971,6 +971,47 @@ fn a_ppo_update_reports_the_losses_kl_and_clip_fraction_of_its_minibatches() {
             );
         }
         assert!(stat("grad_norm") > 0.0);
+        for k in ["t_update_loss", "t_update_backward", "t_update_optim"] {
+            assert!(stat(k) > 0.0, "{k} = {}: time spent must add up", stat(k));
+        }
+    }
+}
+
+#[test]
+fn advantages_are_normalised_once_over_the_rollout_unless_per_minibatch() {
+    for per_minibatch in [false, true] {
+        let cfg = PpoConfig {
+            num_steps_per_env: 2,
+            normalize_advantage_per_mini_batch: per_minibatch,
+            ..ppo_config()
+        };
+        let mut alg = ppo(cfg, vec![], 4, 2);
+        let mut rng = Rng::seed_from_u64(3);
+        let mut b = random_batch(4, &mut rng);
+        for _ in 0..2 {
+            alg.act(&b, &mut rng).unwrap();
+            b = random_batch(4, &mut rng);
+            alg.process_env_step(&b).unwrap();
+        }
+        alg.compute_returns(&b).unwrap();
+        let s = alg.storage();
+        let raw: Vec<f64> = s
+            .returns
+            .iter()
+            .zip(&s.values)
+            .map(|(r, v)| f64::from(*r - *v))
+            .collect();
+        let adv: Vec<f64> = s.advantages.iter().map(|a| f64::from(*a)).collect();
+        let mean = adv.iter().sum::<f64>() / adv.len() as f64;
+        if per_minibatch {
+            // Left for each minibatch: still returns − values.
+            for (a, r) in adv.iter().zip(&raw) {
+                assert!(close(*a, *r, 1e-5), "{adv:?} vs {raw:?}");
+            }
+        } else {
+            assert!(close(mean, 0.0, 1e-5), "mean {mean}");
+            assert!(adv.iter().zip(&raw).any(|(a, r)| !close(*a, *r, 1e-3)));
+        }
     }
 }
 
