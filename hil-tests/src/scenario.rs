@@ -89,7 +89,7 @@ pub fn scenarios() -> Vec<Scenario> {
         .faults
         .push(FaultWindow::new(Fault::Drop { p: 0.01 }, 0.0, 1e9));
     v.push(noisy.clone());
-    // At 1 % of bytes a 223-byte robot-state answer arrives intact 0.99^223 = 11 % of the
+    // At 1 % of bytes a 219-byte robot-state answer arrives intact 0.99^219 = 11 % of the
     // time: the runtime must stop safely (stale fault), not keep walking.
     let mut noisier = Scenario::new(
         "noisy-link-1pct",

@@ -27,8 +27,13 @@ fn setup(dir: &Path) -> Setup {
     }
 }
 
+/// One scenario at a time: lockstep is deterministic only while the runtime's answer
+/// timeouts (wall clock) do not fire, and scenarios side by side on two cores make them fire.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs a scenario and fails with its report unless every pass condition holds.
 fn passes(name: &str) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let s = scenario::by_name(name).unwrap();
     let (o, cmp, checks) = scenario::run_and_check(&s, &setup(dir.path())).unwrap();
