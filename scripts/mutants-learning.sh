@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation score of the learning code (issue 13): cargo-mutants on single files of the trainer's
 # algorithms and storage and of the policy crate, each against its own crate's fast tests
-# (policy: its unit tests; trainer: its unit tests and tests/internals.rs, the fixed-input
+# (policy: its unit tests; trainer: its unit tests and tests/internals/, the fixed-input
 # checks). Not in CI: the whole scope is about 750 mutants, each rebuilding a candle-dependent
 # crate, which is hours on two cores; run it file by file and record the score in BENCHMARKS.md.
 #

@@ -163,4 +163,30 @@ mod tests {
             (2, 1, b.rewards.clone(), b.actor_obs.clone())
         );
     }
+
+    #[test]
+    fn wide_rows_land_at_their_own_offsets() {
+        // Actor rows of 2, critic rows of 3, actions of 2: row 1 of each starts at its width.
+        let mut b = ReplayBuffer::new(3, 2, 3, 2);
+        for k in 0..2 {
+            let f = k as f32;
+            b.push(Transition {
+                actor_obs: &[f, f + 0.5],
+                critic_obs: &[f, f + 0.25, f + 0.75],
+                action: &[-f, -f - 0.5],
+                reward: f,
+                next_actor_obs: &[f + 10.0, f + 10.5],
+                next_critic_obs: &[f + 10.0, f + 10.25, f + 10.75],
+                terminal: false,
+            });
+        }
+        assert_eq!(&b.actor_obs[..4], &[0.0, 0.5, 1.0, 1.5]);
+        assert_eq!(&b.critic_obs[..6], &[0.0, 0.25, 0.75, 1.0, 1.25, 1.75]);
+        assert_eq!(&b.actions[..4], &[0.0, -0.5, -1.0, -1.5]);
+        assert_eq!(&b.next_actor_obs[..4], &[10.0, 10.5, 11.0, 11.5]);
+        assert_eq!(
+            &b.next_critic_obs[..6],
+            &[10.0, 10.25, 10.75, 11.0, 11.25, 11.75]
+        );
+    }
 }

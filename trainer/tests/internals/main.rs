@@ -15,6 +15,8 @@ use clawrl_trainer::algorithms::{Algorithm, NoHooks, Ppo, Sac};
 use clawrl_trainer::config::{PolicySection, PpoConfig, SacConfig};
 use rand::{RngExt, SeedableRng};
 
+mod distill;
+
 const DEV: Device = Device::Cpu;
 
 fn t1(v: &[f32]) -> Tensor {
@@ -1065,4 +1067,110 @@ fn the_hooks_loss_joins_the_actors_and_the_value_coefficient_scales_the_critics(
             "{k} moved with value_loss_coef 0"
         );
     }
+}
+
+/// PPO's actor and critic, by name, before and after one update on two steps of four
+/// environments whose every reward is `reward`.
+fn ppo_update_with(
+    cfg: PpoConfig,
+    rl_coef: f64,
+    reward: f32,
+) -> (HashMap<String, Tensor>, HashMap<String, Tensor>) {
+    let n = 4;
+    let mut alg = ppo(cfg, vec![], n, 5);
+    alg.set_rl_coef(rl_coef);
+    let before = named(alg.save().unwrap());
+    let mut rng = Rng::seed_from_u64(6);
+    let mut b = random_batch(n, &mut rng);
+    for _ in 0..2 {
+        alg.act(&b, &mut rng).unwrap();
+        b = random_batch(n, &mut rng);
+        b.rewards = vec![reward; n];
+        alg.process_env_step(&b).unwrap();
+    }
+    alg.compute_returns(&b).unwrap();
+    alg.update(&mut rng, &mut NoHooks, 0).unwrap();
+    (before, named(alg.save().unwrap()))
+}
+
+#[test]
+fn a_large_entropy_bonus_widens_the_policy() {
+    // The actor loss is surrogate − c·H with H = Σ log σ + const: at c = 1000 its gradient on
+    // log σ is −c against a surrogate's of order 1, so Adam's first step raises log σ by
+    // exactly the learning rate. A bonus with the wrong sign, or added to c instead of
+    // multiplying it, lowers it.
+    let lr = 1e-3;
+    let cfg = PpoConfig {
+        num_steps_per_env: 2,
+        entropy_coef: 1000.0,
+        value_loss_coef: 0.0,
+        learning_rate: lr,
+        schedule: "fixed".into(),
+        ..ppo_config()
+    };
+    let (before, after) = ppo_update_with(cfg, 1.0, 0.0);
+    let (l0, l1) = (
+        values(&before["actor.log_std"]),
+        values(&after["actor.log_std"]),
+    );
+    assert!(
+        close(f64::from(l1[0] - l0[0]), lr, 1e-6),
+        "log σ: {l0:?} -> {l1:?}"
+    );
+}
+
+#[test]
+fn the_critic_descends_its_value_loss() {
+    // RL weight 0, value coefficient 1, every reward 10: the returns lie far above the
+    // near-zero values of a fresh critic, so d/db of mean((V − R)²) is negative and Adam's first
+    // step raises the critic's bias by exactly the learning rate.
+    let lr = 1e-3;
+    let cfg = PpoConfig {
+        num_steps_per_env: 2,
+        value_loss_coef: 1.0,
+        learning_rate: lr,
+        schedule: "fixed".into(),
+        ..ppo_config()
+    };
+    let (before, after) = ppo_update_with(cfg, 0.0, 10.0);
+    let (b0, b1) = (
+        values(&before["critic.0.bias"]),
+        values(&after["critic.0.bias"]),
+    );
+    assert!(
+        close(f64::from(b1[0] - b0[0]), lr, 1e-6),
+        "critic bias: {b0:?} -> {b1:?}"
+    );
+}
+
+#[test]
+fn sac_acts_uniformly_until_learning_starts_then_by_its_policy() {
+    // A policy whose every action is tanh(50 ± e⁻⁵ ε) = 1 against warm-up actions uniform in
+    // [−1, 1]: two environments, learning starts after 4 stored transitions (two steps).
+    let cfg = SacConfig {
+        num_steps_per_env: 3,
+        learning_starts: 4,
+        ..sac_config()
+    };
+    let mut alg = sac_linear(cfg, 1, 2, 4);
+    assert_eq!(alg.num_steps_per_env(), 3);
+    let mut t = named(alg.save().unwrap());
+    set(&mut t, "actor.1.weight", &[0.0; 16]);
+    set(&mut t, "actor.1.bias", &[50.0, -5.0]);
+    alg.load(&t).unwrap();
+    let mut rng = Rng::seed_from_u64(8);
+    let mut b = random_batch(2, &mut rng);
+    let mut warm = Vec::new();
+    for _ in 0..2 {
+        warm.extend_from_slice(alg.act(&b, &mut rng).unwrap());
+        b = random_batch(2, &mut rng);
+        alg.process_env_step(&b).unwrap();
+    }
+    let acting = alg.act(&b, &mut rng).unwrap().to_vec();
+    assert!(warm.iter().all(|a| (-1.0..=1.0).contains(a)), "{warm:?}");
+    assert!(
+        warm.iter().any(|a| *a < 0.9),
+        "warm-up by the policy: {warm:?}"
+    );
+    assert_eq!(acting, [1.0, 1.0], "after warm-up not by the policy");
 }
