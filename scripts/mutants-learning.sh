@@ -27,10 +27,15 @@ for f in "${files[@]}"; do
         *) echo "mutants-learning: $f is neither in policy/ nor in trainer/" >&2; exit 1 ;;
     esac
     out=target-mutants-learning/$(basename "$f" .rs)
+    rm -rf "$out/mutants.out"
     mkdir -p "$out"
     start=$(date +%s)
     echo "== cargo mutants: $f (load average $(cut -d' ' -f1-3 /proc/loadavg))"
-    cargo mutants --in-place "${args[@]}" --file "$f" --minimum-test-timeout 60 --output "$out" "$@" || true
+    # Exit status 2 (mutants missed) and 3 (timeouts) are results, reported below; anything
+    # else (a usage error, a baseline that fails) stops here.
+    rc=0
+    cargo mutants --in-place "${args[@]}" --file "$f" --minimum-test-timeout 60 --output "$out" "$@" || rc=$?
+    case $rc in 0 | 2 | 3) ;; *) echo "mutants-learning: cargo mutants failed ($rc) on $f" >&2; exit "$rc" ;; esac
     echo "== $f: $(($(date +%s) - start)) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
     for kind in caught missed timeout unviable; do
         printf '%-9s %s\n' "$kind" "$(wc -l < "$out/mutants.out/$kind.txt" 2>/dev/null || echo 0)"

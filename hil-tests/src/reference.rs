@@ -1,12 +1,19 @@
-//! The pure-simulation result a HIL run is measured against: the same bundle, seed and
-//! command in the simulator alone (the runtime's own observation builder and student, no
-//! board, no wire, no stand-up), and the walking figures both are reduced to.
-use anyhow::{Context, Result};
+//! The pure-simulation result a HIL run is measured against: the same bundle, seed, command
+//! and events, and the runtime's own controller (stand-up, fade-in, the student, the rate and
+//! joint limits) reading the simulator's sensors and setting its servo targets directly: no
+//! board, no wire. What differs from the HIL run is then exactly the board (its servo slew,
+//! pulse and sensor quantisation, its IMU filter) and the wire (latency, faults), which is the
+//! sim-to-HIL gap. Also: the walking figures both are reduced to.
+use anyhow::Result;
 use clawrl_bundle::Bundle;
-use clawrl_runtime::inference::Student;
-use clawrl_runtime::observation::ObservationBuilder;
+use clawrl_runtime::config::RuntimeConfig;
+use clawrl_runtime::controller::{Input, Output, Phase};
+use clawrl_runtime::run::controller_for;
+use clawrl_runtime::wire::BoardState;
 use clawrl_sim::Env;
 use clawrl_sim::quadruped::{NUM_SERVOS, QuadrupedEnv, TaskConfig};
+
+use crate::bridge::Event;
 
 /// The torso at one control step.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -30,39 +37,74 @@ impl From<&crate::bridge::Sample> for Pose {
     }
 }
 
-/// `seconds` of the bundle's policy in the simulator from the seed's initial state.
+/// `until_s` seconds of the runtime's controller on the simulator from the seed's initial
+/// state, with pushes at their (absolute) times; one pose per control step.
 pub fn simulate(
     bundle: &Bundle,
     task: &TaskConfig,
     seed: u64,
-    command: [f64; 3],
-    seconds: f64,
+    runtime: &RuntimeConfig,
+    until_s: f64,
+    events: &[(f64, Event)],
 ) -> Result<Vec<Pose>> {
-    let student = Student::from_bundle(bundle)?;
-    let mut obs = ObservationBuilder::from_manifest(&bundle.manifest)
-        .map_err(|e| anyhow::anyhow!("bundle {}: {e}", bundle.path.display()))?;
+    let mut ctl = controller_for(runtime, bundle)?.controller;
     let mut env = QuadrupedEnv::new(task)?;
     env.reset_in_place(seed);
-    let c = command.map(|v| v as f32);
-    env.set_command(&c)?;
-    let steps = (seconds / env.spec().control_dt).round() as usize;
-    let mut action = [0.0f32; NUM_SERVOS];
-    let mut poses = Vec::with_capacity(steps);
-    for _ in 0..steps {
-        let x = obs.build(&env.onboard_sensors(), &env.last_action(), command);
-        student.act(x, &mut action).context("the student")?;
-        let (_, terminated, _) = env.step_in_place(&action)?;
+    let decimation = (env.spec().control_dt / env.physics_dt()).round() as usize;
+    let mut out = Output::default();
+    // Servos without pulses until the controller first sends goals.
+    let mut targets: [Option<f64>; NUM_SERVOS] = [None; NUM_SERVOS];
+    let mut pending: Vec<(f64, [f64; 2])> = events
+        .iter()
+        .filter_map(|(t, e)| match e {
+            Event::Push(dv) => Some((*t, *dv)),
+            _ => None,
+        })
+        .collect();
+    let mut poses = Vec::new();
+    let mut tick = 0u32;
+    while env.telemetry().time < until_s {
+        let t = env.telemetry().time;
+        let state = BoardState {
+            sensors: env.read_sensors(),
+            current_ma: [0; NUM_SERVOS],
+            tick,
+            uptime_us: (t * 1e6) as u32,
+            alert: false,
+        };
+        ctl.step(
+            &Input {
+                state: Some(state),
+                stop: false,
+            },
+            &mut out,
+        );
+        match (out.goals, out.phase) {
+            (Some(g), _) => targets = g.map(Some),
+            // The board damps or lets go once the runtime has stopped commanding it.
+            (None, Phase::EStop | Phase::Off | Phase::TorqueOff) => targets = [None; NUM_SERVOS],
+            (None, _) => {}
+        }
+        for _ in 0..decimation {
+            env.step_servos(&targets);
+        }
+        tick = tick.wrapping_add(decimation as u32);
+        let now = env.telemetry().time;
+        pending.retain(|&(at, dv)| {
+            let due = at <= now;
+            if due {
+                env.push_base(dv);
+            }
+            !due
+        });
         let tel = env.telemetry();
         poses.push(Pose {
             t: tel.time,
             base_pos: tel.base_pos,
             base_lin_vel: tel.base_lin_vel,
             yaw_rate: tel.yaw_rate,
-            fallen: terminated,
+            fallen: env.has_fallen(),
         });
-        if terminated {
-            break;
-        }
     }
     Ok(poses)
 }

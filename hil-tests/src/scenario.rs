@@ -342,16 +342,39 @@ impl Comparison {
     }
 }
 
-/// Compares a run with the pure simulation of its bundle, seed and command.
+/// The pure simulation of a scenario: its bundle, seed, command and pushes under the
+/// runtime's own controller, without board or wire (see `reference`). Times as the HIL run's:
+/// the policy takes over at `policy_from_s`.
+pub fn reference(s: &Scenario, setup: &Setup) -> Result<(Vec<Pose>, f64)> {
+    let bundle = clawrl_bundle::read(&setup.bundle, &clawrl_bundle::Trust::default())?;
+    let cfg = runtime_config(setup, &setup.dir.join("board.tty"), s.command)?;
+    let policy_from_s = cfg.safety.stand_s + cfg.safety.fade_s;
+    let events: Vec<(f64, Event)> = s
+        .events
+        .iter()
+        .map(|(t, e)| (t + policy_from_s, e.clone()))
+        .collect();
+    let poses = simulate(
+        &bundle,
+        &setup.task,
+        setup.seed,
+        &cfg,
+        policy_from_s + s.seconds,
+        &events,
+    )?;
+    Ok((poses, policy_from_s))
+}
+
+/// Compares a run with the pure simulation of its scenario.
 pub fn compare(o: &Outcome, setup: &Setup) -> Result<Comparison> {
     let s = &o.scenario;
-    let bundle = clawrl_bundle::read(&setup.bundle, &clawrl_bundle::Trust::default())?;
-    let sim_poses = simulate(&bundle, &setup.task, setup.seed, s.command, s.seconds)?;
+    let (sim_poses, sim_from) = reference(s, setup)?;
     let hil_poses: Vec<Pose> = o.trace.samples.iter().map(Pose::from).collect();
     let len = s.seconds - 1.0;
     let hil = Walk::of(&hil_poses, o.policy_from_s + 1.0, len, s.command)
         .context("the HIL run has no samples of the policy's stretch")?;
-    let sim = Walk::of(&sim_poses, 1.0, len, s.command).context("the simulation has no samples")?;
+    let sim = Walk::of(&sim_poses, sim_from + 1.0, len, s.command)
+        .context("the simulation has no samples of the policy's stretch")?;
     Ok(Comparison { hil, sim })
 }
 

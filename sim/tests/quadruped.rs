@@ -26,6 +26,9 @@ fn steep(claw: f32) -> (TaskConfig, [f32; NUM_SERVOS]) {
             "terrain.slope_degrees=[25.0, 25.0]",
             "randomization.friction=[0.4, 0.4]",
             "randomization.push_velocity=0.0",
+            // Claw physics alone: claws at their goal from the first step, no settled start.
+            "env.max_target_speed=0.0",
+            "randomization.settled_start_probability=0.0",
         ],
     );
     let mut action = [0.0f32; NUM_SERVOS];
@@ -386,4 +389,87 @@ fn claws_hold_the_robot_on_a_steep_slope() {
         open > 1.0 && open > 10.0 * closed,
         "open {open:.3} m vs closed {closed:.3} m"
     );
+}
+
+#[test]
+fn servo_targets_move_no_faster_than_the_rate_limit() {
+    // 2 rad/s at a 20 ms control step: 0.04 rad per step, however far the action asks.
+    let step = |speed: &str| {
+        let cfg = task(
+            "quadruped_flat.toml",
+            &[
+                "randomization.push_velocity=0.0",
+                &format!("env.max_target_speed={speed}"),
+            ],
+        );
+        let mut env = QuadrupedEnv::new(&cfg).unwrap();
+        env.reset_in_place(4);
+        let before = env.servo_targets();
+        env.step_in_place(&[5.0; NUM_SERVOS]).unwrap();
+        let after = env.servo_targets();
+        before
+            .iter()
+            .zip(after)
+            .map(|(b, a)| (a - b).abs())
+            .fold(0.0f64, f64::max)
+    };
+    let limited = step("2.0");
+    assert!(
+        (limited - 0.04).abs() < 1e-9,
+        "largest target change {limited} rad, want 0.04"
+    );
+    let free = step("0.0");
+    assert!(free > 0.5, "without the limit the targets jump: {free} rad");
+}
+
+#[test]
+fn a_settled_start_stands_still_at_the_default_pose_before_the_first_observation() {
+    let start = |p: &str| {
+        let cfg = task(
+            "quadruped_flat.toml",
+            &[
+                "randomization.push_velocity=0.0",
+                &format!("randomization.settled_start_probability={p}"),
+                "randomization.settle_seconds=1.0",
+            ],
+        );
+        let mut env = QuadrupedEnv::new(&cfg).unwrap();
+        env.reset_in_place(2);
+        let s = env.onboard_sensors();
+        let speed = s.joint_vel.iter().map(|v| v.abs()).fold(0.0f64, f64::max);
+        (env.params().settled_start, env.telemetry().time, speed)
+    };
+    let (settled, t, speed) = start("1.0");
+    assert!(settled);
+    assert!((t - 1.0).abs() < 1e-6, "the settle took {t} s");
+    assert!(speed < 0.05, "still moving after the settle: {speed} rad/s");
+    let (settled, t, _) = start("0.0");
+    assert!(!settled);
+    assert_eq!(t, 0.0);
+}
+
+#[test]
+fn the_noise_scale_can_make_an_episode_noiseless() {
+    // The onboard observation against the same readings without noise.
+    let gap = |scale: &str| {
+        let cfg = task("quadruped_flat.toml", &[&format!("noise.scale={scale}")]);
+        let mut env = QuadrupedEnv::new(&cfg).unwrap();
+        env.reset_in_place(5);
+        let mut noisy = vec![0.0f32; env.spec().onboard_dim];
+        env.observe(ObsSource::Onboard, &mut noisy);
+        let mut clean = vec![0.0f64; noisy.len()];
+        env.spec().onboard_layout.quadruped_values(
+            &env.onboard_sensors(),
+            &env.last_action(),
+            env.command(),
+            &mut clean,
+        );
+        noisy
+            .iter()
+            .zip(clean)
+            .map(|(n, c)| (f64::from(*n) - c).abs())
+            .fold(0.0f64, f64::max)
+    };
+    assert!(gap("[0.0, 0.0]") < 1e-6);
+    assert!(gap("[1.0, 1.0]") > 0.1, "full-scale noise is missing");
 }

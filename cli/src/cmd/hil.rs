@@ -84,9 +84,8 @@ pub fn run(a: Args) -> Result<()> {
                 .filter(|p| p.t >= o.policy_from_s)
                 .map(Pose::from)
                 .collect();
-            let sim = clawrl_hil_tests::reference::simulate(
-                &bundle, &task, a.seed, s.command, s.seconds,
-            )?;
+            let (sim, from) = scenario::reference(s, &setup)?;
+            let sim: Vec<Pose> = sim.into_iter().filter(|p| p.t >= from).collect();
             let png = a.out.join(format!("path_{}.png", s.name));
             report::path_plot(
                 &png,

@@ -26,6 +26,11 @@ pub struct EnvConfig {
     pub action_scale: f64,
     pub claw_action_scale: f64,
     pub action_clip: f64,
+    /// Largest change of a servo target per second (rad/s), the robot runtime's
+    /// `safety.max_joint_speed`, so the policy learns under the rate limit the robot applies;
+    /// 0 = no limit (configs written before the key existed).
+    #[serde(default)]
+    pub max_target_speed: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -90,6 +95,13 @@ pub struct RandomizationConfig {
     pub latency_substeps: [usize; 2],
     pub joint_offset: f64,
     pub init_joint_noise: f64,
+    /// Share of episodes that start as the robot does after the runtime's stand-up: at the
+    /// default pose without joint noise, settled on the floor for `settle_seconds` before the
+    /// first observation. 0 in configs written before the key existed.
+    #[serde(default)]
+    pub settled_start_probability: f64,
+    #[serde(default)]
+    pub settle_seconds: f64,
     pub push_interval_seconds: [f64; 2],
     pub push_velocity: f64,
 }
@@ -97,11 +109,19 @@ pub struct RandomizationConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct NoiseConfig {
+    /// Per-episode factor on every amplitude below, drawn uniformly; [1, 1] in configs written
+    /// before the key existed.
+    #[serde(default = "unit_interval_one")]
+    pub scale: [f64; 2],
     pub gyro: f64,
     pub gravity: f64,
     pub accelerometer: f64,
     pub joint_pos: f64,
     pub joint_vel: f64,
+}
+
+fn unit_interval_one() -> [f64; 2] {
+    [1.0, 1.0]
 }
 
 impl TaskConfig {
@@ -148,6 +168,9 @@ impl Validate for TaskConfig {
         check_range("env.action_scale", e.action_scale, 0.0, 2.0)?;
         check_range("env.claw_action_scale", e.claw_action_scale, 0.0, 2.0)?;
         check_range("env.action_clip", e.action_clip, 0.1, 100.0)?;
+        if e.max_target_speed != 0.0 {
+            check_range("env.max_target_speed", e.max_target_speed, 0.1, 100.0)?;
+        }
 
         let c = &self.command;
         check_interval("command.forward", c.forward, -3.0, 3.0)?;
@@ -230,6 +253,13 @@ impl Validate for TaskConfig {
             0.0,
             0.5,
         )?;
+        check_range(
+            "randomization.settled_start_probability",
+            d.settled_start_probability,
+            0.0,
+            1.0,
+        )?;
+        check_range("randomization.settle_seconds", d.settle_seconds, 0.0, 10.0)?;
         check_interval(
             "randomization.push_interval_seconds",
             d.push_interval_seconds,
@@ -239,6 +269,7 @@ impl Validate for TaskConfig {
         check_range("randomization.push_velocity", d.push_velocity, 0.0, 3.0)?;
 
         let n = &self.noise;
+        check_interval("noise.scale", n.scale, 0.0, 10.0)?;
         for (key, v) in [
             ("noise.gyro", n.gyro),
             ("noise.gravity", n.gravity),

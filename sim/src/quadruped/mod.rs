@@ -180,6 +180,12 @@ impl QuadrupedEnv {
         self.sensors
     }
 
+    /// The servo targets in force (rad, the servo's own angle frame): the last action through
+    /// the action map and the target rate limit.
+    pub fn servo_targets(&self) -> [f64; NUM_SERVOS] {
+        self.target
+    }
+
     /// The action of the last step as the observation records it (clipped; zero after a reset).
     pub fn last_action(&self) -> [f32; NUM_SERVOS] {
         self.action
@@ -207,6 +213,19 @@ impl QuadrupedEnv {
             .targets(action, &mut t)
             .expect("actions are checked (length, finite) before they reach the action map");
         t
+    }
+
+    /// `target` moved at most `env.max_target_speed` x control step away from the last target
+    /// (what the robot runtime does to every goal before it leaves).
+    fn rate_limited(&self, mut target: [f64; NUM_SERVOS]) -> [f64; NUM_SERVOS] {
+        let speed = self.cfg.env.max_target_speed;
+        if speed > 0.0 {
+            let step = speed * self.spec.control_dt;
+            for (t, last) in target.iter_mut().zip(self.target) {
+                *t = t.clamp(last - step, last + step);
+            }
+        }
+        target
     }
 
     /// Writes servo targets into ctrl, with the servo's calibration error, and sets each
@@ -278,13 +297,20 @@ impl QuadrupedEnv {
     }
 
     /// Places the robot in its default pose on the floor, with a random heading and joint noise.
-    fn place_robot(&mut self) {
+    /// Puts the robot at the stand keyframe, yawed at random, on the episode's floor; returns
+    /// whether this episode starts settled (no joint noise).
+    fn place_robot(&mut self) -> bool {
         let l = &self.robot.layout;
         self.data
             .reset_keyframe(l.stand_key)
             .expect("the stand keyframe exists");
         let yaw = uniform(&mut self.rng, [-std::f64::consts::PI, std::f64::consts::PI]);
-        let noise = self.cfg.randomization.init_joint_noise;
+        let settled = self.params.settled_start;
+        let noise = if settled {
+            0.0
+        } else {
+            self.cfg.randomization.init_joint_noise
+        };
         let jitter: [f64; NUM_SERVOS] =
             std::array::from_fn(|_| uniform(&mut self.rng, [-noise, noise]));
         let floor = self.params.floor_quat;
@@ -300,6 +326,7 @@ impl QuadrupedEnv {
             let [lo, hi] = l.servo_range[i];
             qpos[l.servo_qpos[i]] = (self.robot.default_pose[i] + jitter[i]).clamp(lo, hi);
         }
+        settled
     }
 
     /// Adds a random horizontal kick to the base when a push is due.
@@ -343,17 +370,27 @@ impl Env for QuadrupedEnv {
     fn reset_in_place(&mut self, seed: u64) {
         self.rng = rng(seed);
         self.params = EpisodeParams::draw(&self.cfg, &mut self.rng);
+        self.params.draw_start(&self.cfg, seed);
         // SAFETY: `apply` changes parameter values only, never sizes or addresses.
         let model = unsafe { self.data.model_mut() };
         self.params
             .apply(&self.robot.model, model, &self.robot.layout);
-        self.place_robot();
+        let settled = self.place_robot();
         self.steps = 0;
         self.action = [0.0; NUM_SERVOS];
         self.prev_action = [0.0; NUM_SERVOS];
         self.target = self.targets(&[0.0; NUM_SERVOS]);
         let target = self.target;
         self.apply_targets(&target);
+        if settled {
+            // Standing still at the default pose, as after the runtime's stand-up: the policy
+            // must learn to walk off from rest, not only out of a drop.
+            let steps = (self.cfg.randomization.settle_seconds / self.physics_dt()).round();
+            for _ in 0..steps as usize {
+                self.apply_targets(&target);
+                self.data.step();
+            }
+        }
         self.fixed_command = false;
         self.sample_command();
         self.next_push = uniform(&mut self.rng, self.cfg.randomization.push_interval_seconds);
@@ -373,7 +410,7 @@ impl Env for QuadrupedEnv {
         let clip = self.cfg.env.action_clip as f32;
         self.prev_action = self.action;
         self.action = std::array::from_fn(|i| action[i].clamp(-clip, clip));
-        let new_target = self.targets(action);
+        let new_target = self.rate_limited(self.targets(action));
         let (old_target, latency) = (self.target, self.params.latency_substeps);
         let decimation = self.cfg.env.decimation;
         let mut power = 0.0;

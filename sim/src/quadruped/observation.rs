@@ -70,7 +70,8 @@ impl QuadrupedEnv {
             (offsets::JOINT_POS, NUM_SERVOS, n.joint_pos),
             (offsets::JOINT_VEL, NUM_SERVOS, n.joint_vel),
         ];
-        for (start, len, scale) in noise {
+        for (start, len, amplitude) in noise {
+            let scale = amplitude * self.params.noise_scale;
             for v in &mut values[start..start + len] {
                 *v += uniform(&mut self.rng, [-scale, scale]);
             }

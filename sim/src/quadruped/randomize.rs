@@ -24,6 +24,11 @@ pub struct EpisodeParams {
     pub floor_quat: Quat,
     pub floor_normal: Vec3,
     pub slope: f64,
+    /// This episode starts settled at the default pose (`settled_start_probability`).
+    pub settled_start: bool,
+    /// Every sensor-noise amplitude times this (`noise.scale`), so some episodes are as quiet
+    /// as a robot's sensors can be.
+    pub noise_scale: f64,
 }
 
 impl EpisodeParams {
@@ -56,7 +61,20 @@ impl EpisodeParams {
             floor_quat,
             floor_normal: rotate(floor_quat, [0.0, 0.0, 1.0]),
             slope,
+            settled_start: false,
+            noise_scale: 1.0,
         }
+    }
+
+    /// Draws how the episode starts (settled or not) and its noise scale from a stream of
+    /// their own, so every other draw of a seed, and so the episodes of configs without
+    /// these keys, stay what they were.
+    pub fn draw_start(&mut self, cfg: &TaskConfig, seed: u64) {
+        use rand::RngExt;
+        let mut start = crate::rng::rng(crate::rng::derive_seed(seed, u64::MAX));
+        let p = cfg.randomization.settled_start_probability;
+        self.settled_start = p > 0.0 && start.random::<f64>() < p;
+        self.noise_scale = uniform(&mut start, cfg.noise.scale);
     }
 
     /// Writes the parameters into `model`, starting from `base` (the pristine model).

@@ -52,13 +52,17 @@ fn still() -> PpoConfig {
 }
 
 /// A teacher with the student's architecture (2-D privileged input, [8] hidden, 2 actions),
-/// its own weights, and a mean head and log-std away from the student's initial ones (both
-/// start near zero).
+/// its own weights, a mean head and log-std away from the student's initial ones (both start
+/// near zero), and its own normaliser.
 fn teacher(seed: u64) -> Box<dyn Policy> {
     let mut rng = Rng::seed_from_u64(seed);
-    let t = policy_with_actions(&section("gaussian_mlp", vec![]), NA, &mut rng);
+    let mut t = policy_with_actions(&section("gaussian_mlp", vec![]), NA, &mut rng);
     set_param(t.as_ref(), "actor.1.bias", &[0.5, -0.3]);
     set_param(t.as_ref(), "actor.log_std", &[-0.5, 0.2]);
+    // A normaliser away from its initial (0, 1), as a trained teacher's is.
+    let n = t.normalizer_mut();
+    n.mean = vec![0.3, -0.2];
+    n.var = vec![2.0, 0.5];
     t
 }
 
