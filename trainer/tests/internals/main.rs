@@ -1108,15 +1108,23 @@ fn a_large_entropy_bonus_widens_the_policy() {
         schedule: "fixed".into(),
         ..ppo_config()
     };
-    let (before, after) = ppo_update_with(cfg, 1.0, 0.0);
-    let (l0, l1) = (
-        values(&before["actor.log_std"]),
-        values(&after["actor.log_std"]),
-    );
-    assert!(
-        close(f64::from(l1[0] - l0[0]), lr, 1e-6),
-        "log σ: {l0:?} -> {l1:?}"
-    );
+    let log_std_step = |entropy_coef: f64| {
+        let cfg = PpoConfig {
+            entropy_coef,
+            ..cfg.clone()
+        };
+        let (before, after) = ppo_update_with(cfg, 1.0, 0.0);
+        let (l0, l1) = (
+            values(&before["actor.log_std"]),
+            values(&after["actor.log_std"]),
+        );
+        f64::from(l1[0] - l0[0])
+    };
+    let up = log_std_step(1000.0);
+    assert!(close(up, lr, 1e-6), "log σ moved {up}, want +{lr}");
+    // A negative coefficient (a penalty on entropy) narrows it: the coefficient multiplies.
+    let down = log_std_step(-1000.0);
+    assert!(close(down, -lr, 1e-6), "log σ moved {down}, want -{lr}");
 }
 
 #[test]
@@ -1173,4 +1181,46 @@ fn sac_acts_uniformly_until_learning_starts_then_by_its_policy() {
         "warm-up by the policy: {warm:?}"
     );
     assert_eq!(acting, [1.0, 1.0], "after warm-up not by the policy");
+}
+
+#[test]
+fn sac_reports_the_mean_of_its_updates() {
+    // Learning rates 0, so every update sees the same networks, and every stored transition
+    // is the same observation with (nearly) the same action: the policy's mean is 0.3 and its
+    // log σ sits at the floor (−5). q_mean of one update and the mean over two then agree.
+    let q_mean = |updates: usize| {
+        let cfg = SacConfig {
+            updates_per_iteration: updates,
+            learning_starts: 0,
+            actor_learning_rate: 0.0,
+            critic_learning_rate: 0.0,
+            alpha_learning_rate: 0.0,
+            ..sac_config()
+        };
+        let mut alg = sac_linear(cfg, 1, 2, 4);
+        let mut t = named(alg.save().unwrap());
+        set(&mut t, "actor.1.weight", &[0.0; 16]);
+        set(&mut t, "actor.1.bias", &[0.3, -5.0]);
+        alg.load(&t).unwrap();
+        let mut rng = Rng::seed_from_u64(8);
+        let b = batch(
+            vec![0.5, -0.2, 0.5, -0.2],
+            vec![1.0; 2],
+            vec![false; 2],
+            vec![false; 2],
+            vec![0.0; 4],
+        );
+        for _ in 0..8 {
+            alg.act(&b, &mut rng).unwrap();
+            alg.process_env_step(&b).unwrap();
+        }
+        let stats = alg.update(&mut rng, &mut NoHooks, 0).unwrap();
+        stats.iter().find(|(k, _)| *k == "q_mean").unwrap().1
+    };
+    let (one, two) = (q_mean(1), q_mean(2));
+    assert!(one.abs() > 0.01, "q_mean {one}");
+    assert!(
+        close(two, one, 1e-3),
+        "mean of two updates {two} vs one {one}"
+    );
 }
