@@ -124,8 +124,9 @@ impl Normalizer {
         let var: Vec<f64> = fetch("var")?.to_vec1()?;
         if mean.len() != self.dim() || var.len() != self.dim() {
             return Err(PolicyError::Config(format!(
-                "normaliser {prefix} has {} entries, the policy takes {}",
+                "normaliser {prefix} has {} means and {} variances, the policy takes {}",
                 mean.len(),
+                var.len(),
                 self.dim()
             )));
         }
@@ -190,5 +191,44 @@ mod tests {
                 .is_err()
         );
         std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn an_empty_batch_changes_nothing() {
+        let mut n = Normalizer::new(2, 10.0);
+        n.update(&[1.0, 3.0, 2.0, 5.0]);
+        let before = n.clone();
+        n.update(&[]);
+        assert_eq!(n, before);
+    }
+
+    #[test]
+    fn a_constant_input_normalises_to_finite_values() {
+        // Zero variance (a value that never changed): EPS keeps the scale finite.
+        let mut n = Normalizer::new(1, 5.0);
+        n.mean = vec![2.0];
+        n.var = vec![0.0];
+        assert_eq!(n.normalize(&[2.0, 3.0, 1.0]), vec![0.0, 5.0, -5.0]);
+    }
+
+    #[test]
+    fn a_saved_normaliser_of_another_size_is_refused_by_either_vector() {
+        let n = Normalizer::new(2, 7.0);
+        let t: std::collections::HashMap<String, Tensor> =
+            n.to_tensors("n").unwrap().into_iter().collect();
+        for bad in ["n.mean", "n.var"] {
+            let mut t = t.clone();
+            t.insert(
+                bad.into(),
+                Tensor::from_slice(&[0.0f64; 3], 3, &Device::Cpu).unwrap(),
+            );
+            let mut m = Normalizer::new(2, 7.0);
+            let e = m.load_tensors("n", &|k| t.get(k).cloned()).unwrap_err();
+            let e = e.to_string();
+            assert!(
+                e.contains(" 3 ") && e.contains("the policy takes 2"),
+                "{bad}: {e}"
+            );
+        }
     }
 }
