@@ -96,3 +96,61 @@ pub fn from_bundle(registry: &Registry, bundle: &Bundle) -> Result<Box<dyn Polic
     n.training = false;
     Ok(policy)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// The HIL suite's fixture: a bundle `clawrl export` wrote.
+    fn fixture() -> Bundle {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../hil-tests/fixtures/student.clawrl");
+        clawrl_bundle::read(&path, &clawrl_bundle::Trust::default()).unwrap()
+    }
+
+    #[test]
+    fn a_bundle_loads_back_with_its_weights_and_a_frozen_normaliser() {
+        let b = fixture();
+        let p = from_bundle(&Registry::default(), &b).unwrap();
+        for (name, var) in p.params() {
+            let got: Vec<f32> = var.as_tensor().flatten_all().unwrap().to_vec1().unwrap();
+            assert_eq!(got, b.tensor(&name).unwrap().data, "{name}");
+        }
+        let n = p.normalizer();
+        assert!(!n.training);
+        assert_eq!(n.mean, b.manifest.observation.normalizer.mean);
+    }
+
+    #[test]
+    fn a_manifest_that_disagrees_with_the_network_is_refused_by_field() {
+        let cases: [(&str, fn(&mut Bundle)); 4] = [
+            ("network.kind", |b| {
+                b.manifest.network.kind = "temporal_conv".into()
+            }),
+            ("action.names", |b| {
+                b.manifest.action.names.pop();
+            }),
+            ("observation.normalizer.epsilon", |b| {
+                b.manifest.observation.normalizer.epsilon = 1e-5
+            }),
+            ("tensor `actor.0.bias` has shape", |b| {
+                let t = b
+                    .tensors
+                    .iter_mut()
+                    .find(|t| t.name == "actor.0.bias")
+                    .unwrap();
+                t.shape = vec![1, t.data.len()];
+            }),
+        ];
+        for (field, break_it) in cases {
+            let mut b = fixture();
+            break_it(&mut b);
+            let e = from_bundle(&Registry::default(), &b)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.contains(field), "{field}: {e}");
+        }
+    }
+}

@@ -201,4 +201,60 @@ mod tests {
         let y: Vec<Vec<f32>> = m.forward(&x).unwrap().to_vec2().unwrap();
         assert_eq!(y, vec![vec![8.5]]);
     }
+
+    fn set(v: &Var, data: &[f32]) {
+        v.set(&Tensor::from_slice(data, v.dims(), &Device::Cpu).unwrap())
+            .unwrap();
+    }
+
+    #[test]
+    fn the_activation_acts_between_layers_and_not_on_the_output() {
+        // 1 -> 1 -> 1 with weights 1 then -3: y = -3 elu(x). ELU after the last layer would
+        // keep y above -1.
+        let m = Mlp::new(
+            "m",
+            &[1, 1, 1],
+            Activation::Elu,
+            1.0,
+            &mut Rng::seed_from_u64(1),
+        )
+        .unwrap();
+        assert_eq!((m.input_dim(), m.output_dim()), (1, 1));
+        let p = m.params();
+        for (v, x) in p.iter().zip([1.0f32, 0.0, -3.0, 0.0]) {
+            set(&v.1, &[x]);
+        }
+        let x = Tensor::from_slice(&[1.0f32, -1.0], (2, 1), &Device::Cpu).unwrap();
+        let y: Vec<f32> = m
+            .forward(&x)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let elu_m1 = (-1.0f32).exp() - 1.0;
+        assert!(
+            (y[0] + 3.0).abs() < 1e-6 && (y[1] + 3.0 * elu_m1).abs() < 1e-6,
+            "{y:?}"
+        );
+    }
+
+    #[test]
+    fn sizes_and_copies() {
+        let mut rng = Rng::seed_from_u64(2);
+        let a = Mlp::new("a", &[3, 5, 2], Activation::Tanh, 1.0, &mut rng).unwrap();
+        let b = Mlp::new("b", &[3, 5, 2], Activation::Tanh, 1.0, &mut rng).unwrap();
+        assert_eq!((a.input_dim(), a.output_dim()), (3, 2));
+        copy_params(&b.params(), &a.params()).unwrap();
+        for ((_, x), (_, y)) in a.params().iter().zip(b.params()) {
+            let flat = |v: &Var| {
+                v.as_tensor()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1::<f32>()
+                    .unwrap()
+            };
+            assert_eq!(flat(x), flat(&y));
+        }
+    }
 }

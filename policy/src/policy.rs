@@ -222,3 +222,82 @@ impl Policy for GaussianMlp {
         self.squash
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn good() -> PolicyConfig {
+        PolicyConfig {
+            kind: "gaussian_mlp".into(),
+            obs_dim: 6,
+            action_dim: 2,
+            obs_source: ObsSource::Onboard,
+            hidden: vec![8],
+            activation: crate::Activation::Elu,
+            init_std: 0.5,
+            obs_clip: 10.0,
+            history: 2,
+            conv_channels: 0,
+        }
+    }
+
+    #[test]
+    fn check_refuses_each_impossible_shape_and_spread() {
+        assert!(good().check().is_ok());
+        let bad: [(&str, PolicyConfig); 7] = [
+            (
+                "no inputs",
+                PolicyConfig {
+                    obs_dim: 0,
+                    ..good()
+                },
+            ),
+            (
+                "no actions",
+                PolicyConfig {
+                    action_dim: 0,
+                    ..good()
+                },
+            ),
+            (
+                "an empty layer",
+                PolicyConfig {
+                    hidden: vec![8, 0],
+                    ..good()
+                },
+            ),
+            (
+                "frames that do not divide",
+                PolicyConfig {
+                    obs_dim: 7,
+                    ..good()
+                },
+            ),
+            (
+                "zero spread",
+                PolicyConfig {
+                    init_std: 0.0,
+                    ..good()
+                },
+            ),
+            (
+                "negative spread",
+                PolicyConfig {
+                    init_std: -0.5,
+                    ..good()
+                },
+            ),
+            (
+                "infinite spread",
+                PolicyConfig {
+                    init_std: f64::INFINITY,
+                    ..good()
+                },
+            ),
+        ];
+        for (what, c) in bad {
+            assert!(c.check().is_err(), "{what} accepted");
+        }
+    }
+}

@@ -114,4 +114,36 @@ mod tests {
             assert_eq!(src.policy_config().action_dim, 2);
         }
     }
+
+    /// A source known only by its answers (as a served policy is).
+    struct Fixed(PolicyConfig, bool);
+    impl ActionSource for Fixed {
+        fn policy_config(&self) -> &PolicyConfig {
+            &self.0
+        }
+        fn is_squashed(&self) -> bool {
+            self.1
+        }
+        fn gaussians(&self, raw_obs: &[f32]) -> Result<Gaussians> {
+            let mean: Vec<f32> = raw_obs.iter().map(|x| 2.0 * x).collect();
+            Ok(Gaussians {
+                log_std: vec![0.0; mean.len()],
+                mean,
+            })
+        }
+    }
+
+    #[test]
+    fn actions_are_the_mean_and_tanh_of_it_when_squashed() {
+        let cfg = policy("gaussian_mlp").config().clone();
+        let raw = [0.25f32, -1.0];
+        assert_eq!(
+            Fixed(cfg.clone(), false).actions(&raw).unwrap(),
+            [0.5, -2.0]
+        );
+        assert_eq!(
+            Fixed(cfg, true).actions(&raw).unwrap(),
+            [0.5f32.tanh(), (-2.0f32).tanh()]
+        );
+    }
 }

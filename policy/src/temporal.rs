@@ -196,4 +196,13 @@ mod tests {
         let norm: f32 = g.sqr().unwrap().sum_all().unwrap().to_scalar().unwrap();
         assert!(norm > 0.0);
     }
+
+    #[test]
+    fn its_parameters_are_the_filter_the_head_and_the_log_std() {
+        let p = TemporalConv::new(&cfg(4), &mut Rng::seed_from_u64(0)).unwrap();
+        let names: Vec<String> = p.params().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(&names[..2], ["actor.conv.weight", "actor.conv.bias"]);
+        assert_eq!(names.len(), 2 + p.head.params().len() + 1, "{names:?}");
+        assert!(names.contains(&"actor.log_std".to_string()), "{names:?}");
+    }
 }
