@@ -13,6 +13,22 @@ use crate::scenario::{Check, Comparison, Outcome};
 static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
 /// One scenario's block.
+/// A block of checks under a title (the gap over seeds).
+pub fn checks_text(title: &str, checks: &[Check]) -> String {
+    let mut s = String::new();
+    let passed = checks.iter().all(|c| c.passed);
+    let _ = writeln!(s, "== {title}: {}", if passed { "PASS" } else { "FAIL" });
+    for c in checks {
+        let _ = writeln!(
+            s,
+            "  [{}] {}",
+            if c.passed { "ok" } else { "FAILED" },
+            c.what
+        );
+    }
+    s
+}
+
 pub fn scenario_text(o: &Outcome, cmp: Option<&Comparison>, checks: &[Check]) -> String {
     let t = &o.trace;
     let mut s = String::new();

@@ -42,14 +42,36 @@ fn passes(name: &str) {
     assert!(checks.iter().all(|c| c.passed), "{text}");
 }
 
+/// Runs a scenario on four seeds and fails unless every run passes its own conditions and the
+/// sim-to-HIL gap over the seeds is within bounds (scenario::gap_checks).
+fn gap_within_bounds(name: &str) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let s = scenario::by_name(name).unwrap();
+    let runs = scenario::run_over_seeds(&s, &setup(dir.path()), &scenario::gap_seeds(1)).unwrap();
+    let mut text = String::new();
+    for (o, cmp, checks) in &runs {
+        text.push_str(&report::scenario_text(o, Some(cmp), checks));
+    }
+    let cmps: Vec<_> = runs.iter().map(|(_, c, _)| *c).collect();
+    let gap = scenario::gap_checks(&s, &cmps);
+    text.push_str(&report::checks_text(
+        &format!("{name} over seeds 1-4"),
+        &gap,
+    ));
+    eprint!("{text}");
+    let all = runs.iter().flat_map(|(_, _, c)| c).chain(&gap);
+    assert!(all.clone().all(|c| c.passed), "{text}");
+}
+
 #[test]
 fn walk() {
-    passes("walk");
+    gap_within_bounds("walk");
 }
 
 #[test]
 fn turn() {
-    passes("turn");
+    gap_within_bounds("turn");
 }
 
 #[test]

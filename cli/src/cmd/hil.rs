@@ -72,29 +72,47 @@ pub fn run(a: Args) -> Result<()> {
             dir: a.out.join("scratch").join(s.name),
         };
         eprintln!("hil: {} ({}) ...", s.name, s.about);
-        let (o, cmp, checks) = scenario::run_and_check(s, &setup)?;
-        let block = report::scenario_text(&o, cmp.as_ref(), &checks);
-        print!("{block}");
-        text.push_str(&block);
-        if scenario::walks(s) {
-            let hil: Vec<Pose> = o
-                .trace
-                .samples
-                .iter()
-                .filter(|p| p.t >= o.policy_from_s)
-                .map(Pose::from)
-                .collect();
-            let (sim, from) = scenario::reference(s, &setup)?;
-            let sim: Vec<Pose> = sim.into_iter().filter(|p| p.t >= from).collect();
-            let png = a.out.join(format!("path_{}.png", s.name));
-            report::path_plot(
-                &png,
-                &format!("{}: torso path from above", s.name),
-                &hil,
-                &sim,
-            )?;
+        // The gap of walk and turn is measured over four seeds (--seed and the three after);
+        // the other scenarios run on --seed alone.
+        let seeds: Vec<u64> = if scenario::gap_measured(s) {
+            scenario::gap_seeds(a.seed).to_vec()
+        } else {
+            vec![a.seed]
+        };
+        let mut ok = true;
+        let mut cmps = Vec::new();
+        for (k, &seed) in seeds.iter().enumerate() {
+            let one = scenario::Setup {
+                seed,
+                dir: setup.dir.join(format!("seed-{seed}")),
+                ..setup.clone()
+            };
+            let (o, cmp, checks) = scenario::run_and_check(s, &one)?;
+            let block = report::scenario_text(&o, cmp.as_ref(), &checks);
+            print!("{block}");
+            text.push_str(&block);
+            ok &= checks.iter().all(|c| c.passed);
+            cmps.extend(cmp);
+            if scenario::walks(s) && k == 0 {
+                path_picture(&a.out, s, &o, &one)?;
+            }
         }
-        if !checks.iter().all(|c| c.passed) {
+        if scenario::gap_measured(s) {
+            let gap = scenario::gap_checks(s, &cmps);
+            let block = report::checks_text(
+                &format!(
+                    "{} over seeds {}-{}",
+                    s.name,
+                    seeds[0],
+                    seeds[seeds.len() - 1]
+                ),
+                &gap,
+            );
+            print!("{block}");
+            text.push_str(&block);
+            ok &= gap.iter().all(|c| c.passed);
+        }
+        if !ok {
             failed.push(s.name);
         }
     }
@@ -109,4 +127,29 @@ pub fn run(a: Args) -> Result<()> {
         bail!("scenario(s) failed: {}", failed.join(", "));
     }
     Ok(())
+}
+
+/// The top-down path of a run against the pure simulation of the same seed.
+fn path_picture(
+    out: &std::path::Path,
+    s: &scenario::Scenario,
+    o: &scenario::Outcome,
+    setup: &scenario::Setup,
+) -> Result<()> {
+    let hil: Vec<Pose> = o
+        .trace
+        .samples
+        .iter()
+        .filter(|p| p.t >= o.policy_from_s)
+        .map(Pose::from)
+        .collect();
+    let (sim, from) = scenario::reference(s, setup)?;
+    let sim: Vec<Pose> = sim.into_iter().filter(|p| p.t >= from).collect();
+    let png = out.join(format!("path_{}.png", s.name));
+    report::path_plot(
+        &png,
+        &format!("{}: torso path from above (seed {})", s.name, setup.seed),
+        &hil,
+        &sim,
+    )
 }
