@@ -14,7 +14,7 @@ use rand::SeedableRng;
 
 use super::{
     PullMeansDown, close, named, policy_with_actions, ppo_config, ppo_with_actions, random_batch,
-    section, set, values,
+    rollout, section, set, values,
 };
 
 const NA: usize = 2;
@@ -92,21 +92,6 @@ fn with_returns(mut b: Batch, totals: &[Option<f64>]) -> Batch {
         })
         .collect();
     b
-}
-
-/// One rollout of `num_steps_per_env` random steps of `n` environments; returns the
-/// observations acted on, step by step.
-fn rollout(alg: &mut dyn Algorithm, n: usize, rng: &mut Rng) -> Vec<Vec<f32>> {
-    let mut seen = Vec::new();
-    let mut b = random_batch(n, rng);
-    for _ in 0..alg.num_steps_per_env() {
-        seen.push(b.privileged.clone());
-        alg.act(&b, rng).unwrap();
-        b = random_batch(n, rng);
-        alg.process_env_step(&b).unwrap();
-    }
-    alg.compute_returns(&b).unwrap();
-    seen
 }
 
 fn stat(stats: &[(&str, f64)], name: &str) -> f64 {
@@ -340,14 +325,7 @@ fn act_answers_the_students_actions_and_in_rl_mode_the_update_is_ppos() {
     let n = 3;
     let run = |alg: &mut dyn Algorithm| {
         let mut rng = Rng::seed_from_u64(6);
-        let mut actions = Vec::new();
-        let mut b = random_batch(n, &mut rng);
-        for _ in 0..2 {
-            actions.extend_from_slice(alg.act(&b, &mut rng).unwrap());
-            b = random_batch(n, &mut rng);
-            alg.process_env_step(&b).unwrap();
-        }
-        alg.compute_returns(&b).unwrap();
+        let actions = rollout(alg, n, &mut rng);
         alg.update(&mut rng, &mut NoHooks, 0).unwrap();
         let t = named(alg.save().unwrap());
         (actions, under(&t, "actor."), under(&t, "critic."))
@@ -399,13 +377,7 @@ fn distill_step(alpha: f64, hooks: &mut dyn TrainHooks) -> (Vec<f32>, Vec<f32>) 
     let head = |d: &Distill| values(&named(d.save().unwrap())["actor.1.bias"]);
     let before = head(&d);
     let mut rng = Rng::seed_from_u64(6);
-    let mut b = random_batch(n, &mut rng);
-    for _ in 0..2 {
-        d.act(&b, &mut rng).unwrap();
-        b = random_batch(n, &mut rng);
-        d.process_env_step(&b).unwrap();
-    }
-    d.compute_returns(&b).unwrap();
+    rollout(&mut d, n, &mut rng);
     d.update(&mut rng, hooks, 0).unwrap();
     (before, head(&d))
 }

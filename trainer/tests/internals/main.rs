@@ -163,6 +163,20 @@ fn random_batch(n: usize, rng: &mut Rng) -> Batch {
     )
 }
 
+/// One rollout of `num_steps_per_env` random steps of `n` environments, returns computed;
+/// returns the actions taken, step by step.
+fn rollout(alg: &mut dyn Algorithm, n: usize, rng: &mut Rng) -> Vec<f32> {
+    let mut actions = Vec::new();
+    let mut b = random_batch(n, rng);
+    for _ in 0..alg.num_steps_per_env() {
+        actions.extend_from_slice(alg.act(&b, rng).unwrap());
+        b = random_batch(n, rng);
+        alg.process_env_step(&b).unwrap();
+    }
+    alg.compute_returns(&b).unwrap();
+    actions
+}
+
 /// Saved tensors by name, as copies: a saved tensor shares its storage with the live
 /// parameter, which later updates overwrite in place.
 fn named(t: Vec<(String, Tensor)>) -> HashMap<String, Tensor> {
@@ -400,13 +414,7 @@ fn ppo_params_after_update(rl_coef: f64) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<f
     };
     let (actor0, critic0) = split(&alg);
     let mut rng = Rng::seed_from_u64(11);
-    let mut b = random_batch(n, &mut rng);
-    for _ in 0..4 {
-        alg.act(&b, &mut rng).unwrap();
-        b = random_batch(n, &mut rng);
-        alg.process_env_step(&b).unwrap();
-    }
-    alg.compute_returns(&b).unwrap();
+    rollout(&mut alg, n, &mut rng);
     alg.update(&mut rng, &mut NoHooks, 0).unwrap();
     let (actor1, critic1) = split(&alg);
     (actor0, actor1, critic0, critic1)
@@ -1045,13 +1053,7 @@ fn the_hooks_loss_joins_the_actors_and_the_value_coefficient_scales_the_critics(
     alg.set_rl_coef(0.0);
     let before = named(alg.save().unwrap());
     let mut rng = Rng::seed_from_u64(6);
-    let mut b = random_batch(4, &mut rng);
-    for _ in 0..2 {
-        alg.act(&b, &mut rng).unwrap();
-        b = random_batch(4, &mut rng);
-        alg.process_env_step(&b).unwrap();
-    }
-    alg.compute_returns(&b).unwrap();
+    rollout(&mut alg, 4, &mut rng);
     alg.update(&mut rng, &mut PullMeansDown, 0).unwrap();
     let after = named(alg.save().unwrap());
     let head = "actor.1.bias";
