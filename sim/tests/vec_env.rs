@@ -1,4 +1,8 @@
 //! VecEnv behaviour on the cheap cart-pole task.
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
 use clawrl_sim::cartpole::CartPole;
 use clawrl_sim::{Env, SimError, VecEnv};
 
@@ -99,4 +103,59 @@ fn bad_actions_are_refused_before_any_env_moves() {
     assert!(matches!(single.step(&[0.0]), Err(SimError::NotReset)));
     single.reset(3);
     assert!(single.step(&[0.5]).is_ok());
+}
+
+/// Cart-pole that notes which thread stepped it.
+struct Probe {
+    inner: CartPole,
+    seen: Arc<Mutex<HashSet<ThreadId>>>,
+}
+
+impl Env for Probe {
+    fn spec(&self) -> &clawrl_sim::EnvSpec {
+        self.inner.spec()
+    }
+    fn reset_in_place(&mut self, seed: u64) {
+        self.inner.reset_in_place(seed)
+    }
+    fn step_in_place(&mut self, action: &[f32]) -> Result<(f32, bool, bool), SimError> {
+        self.seen
+            .lock()
+            .unwrap()
+            .insert(std::thread::current().id());
+        self.inner.step_in_place(action)
+    }
+    fn observe(&self, layout: clawrl_sim::ObsSource, out: &mut [f32]) {
+        self.inner.observe(layout, out)
+    }
+    fn episode_log(&self) -> clawrl_sim::EpisodeLog {
+        self.inner.episode_log()
+    }
+}
+
+#[test]
+fn the_same_threads_step_the_environments_every_step() {
+    let model = CartPole::load_model().unwrap();
+    let seen = Arc::new(Mutex::new(HashSet::new()));
+    let envs = (0..6)
+        .map(|_| Probe {
+            inner: CartPole::with_model(model.clone()),
+            seen: seen.clone(),
+        })
+        .collect();
+    let mut v = VecEnv::new(envs, 3, 7);
+    v.reset();
+    for _ in 0..100 {
+        v.step(&[0.1; 6]).unwrap();
+    }
+    let seen = seen.lock().unwrap();
+    // The calling thread and two workers: a pool that lives as long as the VecEnv, not
+    // threads spawned per step (which would be 200 threads here).
+    assert!(seen.contains(&std::thread::current().id()));
+    assert_eq!(
+        seen.len(),
+        3,
+        "{} threads stepped the environments",
+        seen.len()
+    );
 }

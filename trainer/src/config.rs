@@ -314,8 +314,19 @@ pub struct DistillConfig {
     /// the teacher's (measured on the same task before training) by `ema_margin`.
     pub ema_window: usize,
     pub ema_margin: f64,
+    /// Scale on the student's standard deviation while it collects experience: 1 samples its
+    /// distribution (what PPO needs: `opd` and `rl` allow nothing else); 0, with
+    /// `mode = "distill"`, rolls out its mean action, the policy that is deployed, so the
+    /// teacher labels the states the deterministic student gets into (DAgger proper) rather
+    /// than those its noise shakes it out of. Absent = 1.
+    #[serde(default = "one")]
+    pub rollout_noise: f64,
     /// The student's PPO settings (rollout, minibatches, optimiser; the RL loss).
     pub ppo: PpoConfig,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 pub const DISTILL_MODES: [&str; 3] = ["opd", "distill", "rl"];
@@ -376,6 +387,16 @@ impl Validate for DistillFile {
             &["frozen", "ema"],
         )?;
         check_range("distill.alpha", d.alpha, 0.0, 1e6)?;
+        check_range("distill.rollout_noise", d.rollout_noise, 0.0, 1.0)?;
+        if d.rollout_noise != 1.0 && d.mode != "distill" {
+            return Err(KeyError::new(
+                "distill.rollout_noise",
+                format!(
+                    "{} needs mode = \"distill\": PPO's loss (mode \"{}\") needs actions sampled from the student's own distribution",
+                    d.rollout_noise, d.mode
+                ),
+            ));
+        }
         check_range("distill.alpha_final", d.alpha_final, 0.0, 1e6)?;
         check_range(
             "distill.alpha_decay_iterations",

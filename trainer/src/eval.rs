@@ -14,6 +14,7 @@ use clawrl_sim::{Env, ObsSource};
 
 use crate::checkpoint;
 use crate::config::TrainConfig;
+use crate::gait::{GaitAccumulator, GaitStats};
 use crate::runner::META_TRAIN_CONFIG;
 use crate::task::make_envs;
 
@@ -120,6 +121,10 @@ pub struct EpisodeResult {
     pub distance: f64,
 }
 
+/// Seconds at the start of each episode left out of the gait metrics: the robot gets up from
+/// its stand pose (or a settled stand) there, which is no gait.
+pub const GAIT_SKIP_S: f64 = 1.0;
+
 /// Which report a task gets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ReportKind {
@@ -134,7 +139,11 @@ pub enum ReportKind {
 pub struct EvalReport {
     pub kind: ReportKind,
     pub episodes: Vec<EpisodeResult>,
+    /// The first episode's joint angles and contacts, for the gait diagram.
     pub gait: Option<Gait>,
+    /// Duty factors, stride periods, phases and the gait's name, pooled over every episode
+    /// (each after its first [`GAIT_SKIP_S`]); quadruped tasks only.
+    pub gait_stats: Option<GaitStats>,
     /// Names of the recorded joints and feet, in the gait's column order.
     pub joint_names: Vec<String>,
     pub foot_names: Vec<String>,
@@ -190,8 +199,13 @@ impl EvalReport {
                 100.0 * self.fall_rate(),
             );
         }
+        let gait = self
+            .gait_stats
+            .as_ref()
+            .map(|g| format!("\n{}", g.text(&self.foot_names)))
+            .unwrap_or_default();
         format!(
-            "episodes            {}\nmean return         {:.3} (std {:.3})\nmean episode length {:.1}\nfall rate           {:.1} %\nforward speed       {:.3} m/s (command {:.3} m/s)\ntracking error      {:.3} m/s\ndistance walked     {:.2} m",
+            "episodes            {}\nmean return         {:.3} (std {:.3})\nmean episode length {:.1}\nfall rate           {:.1} %\nforward speed       {:.3} m/s (command {:.3} m/s)\ntracking error      {:.3} m/s\ndistance walked     {:.2} m{gait}",
             self.episodes.len(),
             self.mean_return(),
             std,
@@ -259,6 +273,8 @@ struct Running {
     cmd: f64,
     start: [f64; 2],
     active: bool,
+    /// Foot contacts of the episode so far (quadruped), for the gait metrics.
+    contacts: Vec<Vec<bool>>,
 }
 
 /// Runs `policy` (deterministic actions; local or remote) on the run's task for
@@ -290,6 +306,7 @@ pub fn evaluate(
         ..Default::default()
     };
     let mut gait = Gait::default();
+    let mut gait_acc = GaitAccumulator::default();
     let mut recording = opts.gait_seconds > 0.0;
     let start_episode = |env: &mut Box<dyn Env>, k: usize, st: &mut Running| -> Result<()> {
         env.reset_in_place(derive_seed(opts.seed, k as u64));
@@ -355,6 +372,9 @@ pub fn evaluate(
                 st.err = f64::NAN;
                 st.cmd = f64::NAN;
             }
+            if !t.foot_contact.is_empty() {
+                st.contacts.push(t.foot_contact.clone());
+            }
             if i == 0 && recording {
                 gait.time.push(st.steps as f64 * dt);
                 gait.joints.push(t.joint_pos.clone());
@@ -368,6 +388,8 @@ pub fn evaluate(
                     recording = false;
                 }
                 let n = st.steps as f64;
+                let skip = ((GAIT_SKIP_S / dt).round() as usize).min(st.contacts.len());
+                gait_acc.add_episode(&st.contacts[skip..], dt);
                 report.episodes.push(EpisodeResult {
                     ret: st.ret,
                     length: st.steps,
@@ -390,5 +412,8 @@ pub fn evaluate(
         }
     }
     report.gait = Some(gait);
+    if report.kind == ReportKind::Locomotion {
+        report.gait_stats = Some(gait_acc.stats());
+    }
     Ok(report)
 }

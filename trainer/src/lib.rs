@@ -12,6 +12,7 @@ pub mod config;
 pub mod endpoint_check;
 pub mod eval;
 pub mod export;
+pub mod gait;
 pub mod lock;
 pub mod metrics;
 pub mod optim;

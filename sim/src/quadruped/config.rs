@@ -21,6 +21,10 @@ pub struct TaskConfig {
 #[serde(deny_unknown_fields)]
 pub struct EnvConfig {
     pub model: PathBuf,
+    /// Physics timestep (s) set over the model's own `<option timestep>`; absent = the
+    /// model's (2 ms). The control period is `physics_dt * decimation`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physics_dt: Option<f64>,
     pub decimation: usize,
     pub episode_seconds: f64,
     pub action_scale: f64,
@@ -164,6 +168,9 @@ impl Validate for TaskConfig {
     fn validate(&self) -> Result<(), KeyError> {
         let e = &self.env;
         check_range("env.decimation", e.decimation, 1, 100)?;
+        if let Some(dt) = e.physics_dt {
+            check_range("env.physics_dt", dt, 0.0002, 0.01)?;
+        }
         check_range("env.episode_seconds", e.episode_seconds, 0.1, 3600.0)?;
         check_range("env.action_scale", e.action_scale, 0.0, 2.0)?;
         check_range("env.claw_action_scale", e.claw_action_scale, 0.0, 2.0)?;

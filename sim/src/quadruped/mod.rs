@@ -52,7 +52,10 @@ pub struct Robot {
 impl Robot {
     pub fn load(cfg: &TaskConfig) -> Result<Arc<Self>, SimError> {
         let file = cfg.model_path();
-        let model = model::load(&file)?;
+        let mut model = model::load(&file)?;
+        if let Some(dt) = cfg.env.physics_dt {
+            model.opt_mut().timestep = dt;
+        }
         let layout = Layout::new(&model, &file)?;
         layout.check_default_pose(&model, &file)?;
         let e = &cfg.env;

@@ -160,6 +160,7 @@ impl Distill {
     ) -> Result<Self> {
         if cfg.mode == "distill" {
             ppo.set_rl_coef(0.0);
+            ppo.set_noise_scale(cfg.rollout_noise as f32);
         }
         if let Teacher::Local(t) = &mut teacher {
             t.normalizer_mut().training = false;
@@ -409,6 +410,7 @@ mod tests {
             ema_rate: 0.1,
             ema_window: 3,
             ema_margin: 1.0,
+            rollout_noise: 1.0,
             ppo,
         }
     }

@@ -27,6 +27,8 @@ pub struct Ppo {
     /// Weight of the RL terms (surrogate and entropy) in the actor loss: 1 for PPO, 0 for pure
     /// distillation, where only the hook's loss trains the actor.
     rl_coef: f64,
+    /// Scale on the policy's standard deviation when acting (1 = sample the policy).
+    noise_scale: f32,
     opt: Adam,
     num_envs: usize,
     actions: Vec<f32>,
@@ -70,6 +72,7 @@ impl Ppo {
             policy,
             critic,
             rl_coef: 1.0,
+            noise_scale: 1.0,
             storage,
             opt,
             num_envs,
@@ -82,6 +85,12 @@ impl Ppo {
     /// Scales the RL terms of the actor loss (0 turns PPO into pure distillation by its hook).
     pub fn set_rl_coef(&mut self, c: f64) {
         self.rl_coef = c;
+    }
+
+    /// Scales the exploration noise of the actions taken (0: the mean action). Only for pure
+    /// distillation: PPO's ratio assumes actions sampled from the policy itself.
+    pub fn set_noise_scale(&mut self, s: f32) {
+        self.noise_scale = s;
     }
 
     pub fn learning_rate(&self) -> f64 {
@@ -188,7 +197,7 @@ impl Algorithm for Ppo {
         for (e, &value) in values.iter().enumerate() {
             let r = e * na..(e + 1) * na;
             for j in r.clone() {
-                self.actions[j] = mean[j] + log_std[j].exp() * noise[j];
+                self.actions[j] = mean[j] + self.noise_scale * log_std[j].exp() * noise[j];
             }
             let row = t * n + e;
             s.log_probs[row] = log_prob_row(

@@ -35,6 +35,7 @@ fn distill_config(mode: &str, teacher_update: &str, ppo: PpoConfig) -> DistillCo
         ema_rate: 0.25,
         ema_window: 3,
         ema_margin: 1.0,
+        rollout_noise: 1.0,
         ppo,
     }
 }
@@ -551,4 +552,37 @@ fn a_saved_distiller_loads_back_exactly() {
     for (k, v) in &saved {
         assert_eq!(vals64(&reloaded[k]), vals64(v), "{k}");
     }
+}
+
+#[test]
+fn rollout_noise_scales_the_students_exploration_in_pure_distillation() {
+    // One batch of observations, acted on with noise drawn from the rng `seed`.
+    let batch = random_batch(3, &mut Rng::seed_from_u64(7));
+    let act = |noise: f64, seed: u64| {
+        let cfg = DistillConfig {
+            rollout_noise: noise,
+            ..distill_config("distill", "frozen", still())
+        };
+        let mut d = distiller(cfg, 3);
+        d.act(&batch, &mut Rng::seed_from_u64(seed))
+            .unwrap()
+            .to_vec()
+    };
+    // At 0 the noise plays no part: the action is the student's mean.
+    assert_eq!(act(0.0, 1), act(0.0, 2));
+    assert_ne!(act(1.0, 1), act(1.0, 2));
+    // In between, the actions leave the mean in proportion to the scale.
+    let (mean, full, half) = (act(0.0, 1), act(1.0, 1), act(0.5, 1));
+    let mut moved = 0.0f32;
+    for ((m, f), h) in mean.iter().zip(&full).zip(&half) {
+        assert!(
+            (h - m - 0.5 * (f - m)).abs() < 1e-5,
+            "mean {m} full {f} half {h}"
+        );
+        moved += (f - m).abs();
+    }
+    assert!(
+        moved > 0.1,
+        "sampled actions should leave the mean ({moved})"
+    );
 }

@@ -16,6 +16,7 @@ use clawrl_trainer::config::{PolicySection, PpoConfig, SacConfig};
 use rand::{RngExt, SeedableRng};
 
 mod distill;
+mod gait;
 
 const DEV: Device = Device::Cpu;
 

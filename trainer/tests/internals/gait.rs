@@ -1,0 +1,147 @@
+//! Gait metrics on scripted contact sequences: a perfect trot, a pace, a bound, a three-legged
+//! gait, a trot whose feet jitter across the cycle's wrap, and episodes pooled.
+use clawrl_trainer::gait::{GaitAccumulator, GaitKind, analyse, phase_distance};
+
+const DT: f64 = 0.02;
+
+/// Feet in leg order (FL, FR, RL, RR) on the ground for the first `duty` share of each stride
+/// of `period` steps, foot f shifted by `offsets[f]` cycles (both whole steps here, so the
+/// expected numbers are exact).
+fn pattern(period: usize, duty: f64, offsets: [f64; 4], steps: usize) -> Vec<Vec<bool>> {
+    let whole = |x: f64| {
+        let k = x * period as f64;
+        assert!(
+            (k - k.round()).abs() < 1e-9,
+            "{x} of {period} steps is no whole step"
+        );
+        k.round() as usize
+    };
+    let on = whole(duty);
+    let shift = offsets.map(whole);
+    (0..steps)
+        .map(|t| {
+            shift
+                .iter()
+                .map(|&o| (t + period - o) % period < on)
+                .collect()
+        })
+        .collect()
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol
+}
+
+#[test]
+fn a_perfect_trot_is_a_regular_trot() {
+    let g = analyse(&pattern(20, 0.5, [0.0, 0.5, 0.5, 0.0], 400), DT);
+    assert_eq!(g.kind(), GaitKind::Trot);
+    assert!(g.regular_trot());
+    for (f, want) in g.feet.iter().zip([0.0, 0.5, 0.5, 0.0]) {
+        assert!(close(f.duty_factor, 0.5, 1e-9), "{f:?}");
+        assert!(close(f.stride_period_s.unwrap(), 0.4, 1e-9), "{f:?}");
+        assert!(close(f.phase.unwrap(), want, 1e-9), "{f:?} want {want}");
+    }
+    assert!(close(g.seconds, 8.0, 1e-9));
+    let text = g.text(&["front left (FL)".to_string()]);
+    assert!(text.contains("gait over 8.0 s: trot (regular"), "{text}");
+    assert!(text.contains("front left (FL)"), "{text}");
+}
+
+#[test]
+fn a_pace_and_a_bound_and_a_pronk_are_told_apart() {
+    let pace = analyse(&pattern(20, 0.6, [0.0, 0.5, 0.0, 0.5], 400), DT);
+    assert_eq!(pace.kind(), GaitKind::Pace);
+    assert!(!pace.regular_trot());
+    assert!(close(pace.feet[2].phase.unwrap(), 0.0, 1e-9));
+    assert!(close(pace.feet[1].phase.unwrap(), 0.5, 1e-9));
+    let bound = analyse(&pattern(20, 0.4, [0.0, 0.0, 0.5, 0.5], 400), DT);
+    assert_eq!(bound.kind(), GaitKind::Bound);
+    let pronk = analyse(&pattern(20, 0.4, [0.0; 4], 400), DT);
+    assert_eq!(pronk.kind(), GaitKind::Pronk);
+    // A four-beat walk is a gait, but none of the named ones.
+    let walk = analyse(&pattern(40, 0.75, [0.0, 0.5, 0.75, 0.25], 800), DT);
+    assert_eq!(walk.kind(), GaitKind::Other);
+}
+
+#[test]
+fn a_three_legged_gait_has_a_foot_unused() {
+    // Rear right on the ground for one step in the whole run: it barely touches down.
+    let mut c = pattern(20, 0.5, [0.0, 0.5, 0.5, 0.0], 400);
+    for (t, row) in c.iter_mut().enumerate() {
+        row[3] = t == 200;
+    }
+    let g = analyse(&c, DT);
+    assert_eq!(g.kind(), GaitKind::FootUnused);
+    assert!(!g.regular_trot());
+    assert_eq!(g.feet[3].touchdowns, 1);
+    assert!(!g.feet[3].used());
+    assert!(g.feet[3].stride_period_s.is_none());
+    assert!(close(g.feet[3].duty_factor, 1.0 / 400.0, 1e-12));
+    assert!(g.feet[..3].iter().all(|f| f.used()));
+    // A foot that never lifts is no more part of the gait than one that never lands.
+    for row in c.iter_mut() {
+        row[3] = true;
+    }
+    let g = analyse(&c, DT);
+    assert_eq!(g.kind(), GaitKind::FootUnused);
+    assert_eq!(g.feet[3].touchdowns, 0);
+    assert!(close(g.feet[3].duty_factor, 1.0, 1e-12));
+}
+
+#[test]
+fn duty_factors_outside_the_band_make_a_trot_irregular() {
+    let long = analyse(&pattern(20, 0.85, [0.0, 0.5, 0.5, 0.0], 400), DT);
+    assert_eq!(long.kind(), GaitKind::Trot);
+    assert!(!long.regular_trot());
+    let short = analyse(&pattern(20, 0.3, [0.0, 0.5, 0.5, 0.0], 400), DT);
+    assert_eq!(short.kind(), GaitKind::Trot);
+    assert!(!short.regular_trot());
+    let edge = analyse(&pattern(20, 0.35, [0.0, 0.5, 0.5, 0.0], 400), DT);
+    assert!(edge.regular_trot(), "{:?}", edge.feet);
+}
+
+#[test]
+fn phases_are_averaged_on_the_circle() {
+    // Rear right lands one step before and one step after front left, stride by stride:
+    // on average with it (phase 0), which a plain mean (0.5) would call a pace's half cycle.
+    let mut c = pattern(20, 0.5, [0.0, 0.5, 0.5, 0.0], 400);
+    for row in c.iter_mut() {
+        row[3] = false;
+    }
+    for k in 1..19 {
+        let land = if k % 2 == 0 { 20 * k + 1 } else { 20 * k - 1 };
+        for row in &mut c[land..land + 10] {
+            row[3] = true;
+        }
+    }
+    let g = analyse(&c, DT);
+    let p = g.feet[3].phase.unwrap();
+    assert!(phase_distance(p, 0.0) < 0.01, "rear right phase {p}");
+    assert_eq!(g.kind(), GaitKind::Trot);
+    // Two feet more than the tolerance out of step are no trot.
+    let off = analyse(&pattern(20, 0.5, [0.0, 0.5, 0.5, 0.15], 400), DT);
+    assert!(close(off.feet[3].phase.unwrap(), 0.15, 1e-9));
+    assert_eq!(off.kind(), GaitKind::Other);
+}
+
+#[test]
+fn episodes_pool_every_stride_once() {
+    let mut acc = GaitAccumulator::default();
+    acc.add_episode(&pattern(20, 0.5, [0.0, 0.5, 0.5, 0.0], 400), DT);
+    acc.add_episode(&pattern(30, 0.6, [0.0, 0.5, 0.5, 0.0], 600), DT);
+    let g = acc.stats();
+    // 18 strides of 0.4 s and 18 of 0.6 s; 200 + 360 samples on the ground out of 1000.
+    let f = g.feet[0];
+    assert!(close(f.stride_period_s.unwrap(), 0.5, 1e-9), "{f:?}");
+    assert!(close(f.duty_factor, 0.56, 1e-9), "{f:?}");
+    assert!(close(g.seconds, 20.0, 1e-9));
+    assert_eq!(g.kind(), GaitKind::Trot);
+}
+
+#[test]
+fn phase_distance_wraps() {
+    assert!(close(phase_distance(0.95, 0.05), 0.1, 1e-12));
+    assert!(close(phase_distance(0.2, 0.7), 0.5, 1e-12));
+    assert!(close(phase_distance(0.3, 0.3), 0.0, 1e-12));
+}
