@@ -7,9 +7,10 @@
 # - the no_std core only (--no-default-features): the virtual board and its binary, which
 #   integration tests would otherwise build and link for every mutant, are left out;
 # - only the test binaries that drive the core through its real loop and read the PWM outputs
-#   and status packets (tests/safety.rs, tests/safety_rules.rs, tests/bus_watchdog.rs): not the
-#   pty conformance test, and not the crate's unit tests (they would compile the library a
-#   second time per mutant, and what they check is checked through the loop as well);
+#   and status packets (tests/safety.rs, tests/safety_rules.rs, tests/bus_watchdog.rs,
+#   tests/hil_mode.rs): not the pty conformance test, and not the crate's unit tests (they
+#   would compile the library a second time per mutant, and what they check is checked
+#   through the loop as well);
 # - opt-level 0 and no debug info for the workspace's own crates (dependencies are built once);
 # - two jobs in parallel, each in its own copy of the tree with its own target directory.
 # Mutants that are equivalent (no behaviour can tell them apart) are excluded in
@@ -47,6 +48,7 @@ cargo mutants \
     --cargo-arg=--test=safety \
     --cargo-arg=--test=safety_rules \
     --cargo-arg=--test=bus_watchdog \
+    --cargo-arg=--test=hil_mode \
     --jobs "${MUTANTS_JOBS:-2}" \
     --minimum-test-timeout 30 \
     --output target-mutants \

@@ -8,7 +8,7 @@ use crate::imu::{ImuError, ImuSample, OrientationFilter};
 use crate::safety::{FaultLog, Health, OutputMode, Safety, SafetyState};
 use crate::servo::Servo;
 use clawrl_protocol::ErrorCode;
-use clawrl_protocol::table::board::command;
+use clawrl_protocol::table::board::{self, command};
 use clawrl_protocol::units::ids::SERVO_COUNT;
 
 /// One tick's sensor readings.
@@ -36,6 +36,44 @@ pub struct Controller {
     pub(crate) fault_log: FaultLog,
     pub(crate) fault_inject: u8,
     pub(crate) simulated: bool,
+    pub(crate) hil: Hil,
+}
+
+/// Hardware in the loop on a real board (see `board::HIL_MODE`): the sensor values a simulator
+/// last wrote, as they came over the wire and decoded, and when.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hil {
+    pub(crate) mode: bool,
+    pub(crate) raw: [u8; board::HIL_SENSORS_LEN as usize],
+    pub(crate) written: Option<(Sensors, u64)>,
+}
+
+impl Default for Hil {
+    fn default() -> Self {
+        Self {
+            mode: false,
+            raw: [0; board::HIL_SENSORS_LEN as usize],
+            written: None,
+        }
+    }
+}
+
+impl Hil {
+    /// Whether the simulator's values are recent enough to run on.
+    pub(crate) fn fresh(&self, now_us: u64) -> bool {
+        self.written
+            .is_some_and(|(_, at)| now_us.saturating_sub(at) <= board::HIL_STALE_MS as u64 * 1000)
+    }
+
+    /// This tick's sensors in HIL mode: the last values written; once they are stale the IMU
+    /// reads as failed, as a sensor that stopped answering.
+    fn sensors(&self, now_us: u64) -> Option<Sensors> {
+        let (mut s, _) = self.written?;
+        if !self.fresh(now_us) {
+            s.imu = Err(ImuError);
+        }
+        Some(s)
+    }
 }
 
 impl Controller {
@@ -57,6 +95,7 @@ impl Controller {
             fault_log: FaultLog::default(),
             fault_inject: 0,
             simulated: false,
+            hil: Hil::default(),
         }
     }
 
@@ -92,8 +131,25 @@ impl Controller {
         self.safety.feed(now_us);
     }
 
-    /// One control tick: take the sensors, check safety, compute every output.
+    /// Whether the board runs in HIL mode (sensors from the simulator, outputs off).
+    pub fn hil_mode(&self) -> bool {
+        self.hil.mode
+    }
+
+    /// One control tick: take the sensors, check safety, compute every output. In HIL mode
+    /// the sensors are the simulator's and every output stays off (the pulses read back at
+    /// `board::HIL_OUTPUTS`).
     pub fn tick(&mut self, now_us: u64, sensors: &Sensors) -> Pulses {
+        let simulated = self.hil.mode.then(|| self.hil.sensors(now_us)).flatten();
+        let pulses = self.tick_on(now_us, simulated.as_ref().unwrap_or(sensors));
+        if self.hil.mode {
+            [None; SERVO_COUNT]
+        } else {
+            pulses
+        }
+    }
+
+    fn tick_on(&mut self, now_us: u64, sensors: &Sensors) -> Pulses {
         let dt_s = self
             .last_tick_us
             .map_or(0.0, |t| now_us.saturating_sub(t) as f32 * 1e-6);
@@ -115,7 +171,7 @@ impl Controller {
         self.outputs(dt_s)
     }
 
-    fn observe(&mut self, sensors: &Sensors, dt_s: f32) {
+    pub(crate) fn observe(&mut self, sensors: &Sensors, dt_s: f32) {
         for (servo, sample) in self.servos.iter_mut().zip(sensors.servos) {
             servo.observe(sample, dt_s);
         }

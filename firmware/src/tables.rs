@@ -3,7 +3,9 @@
 //! changes, so it lands entirely or not at all.
 
 use crate::config::SafeBehaviour;
-use crate::controller::Controller;
+use crate::controller::{Controller, Sensors};
+use crate::hal::ServoSample;
+use crate::imu::ImuSample;
 use crate::safety::SafetyState;
 use clawrl_protocol::ErrorCode;
 use clawrl_protocol::table::{self, Field, LayoutError, board, servo};
@@ -162,7 +164,22 @@ impl Controller {
         put(out, board::TICK_COUNT, &self.tick_count.to_le_bytes());
         put(out, board::UPTIME_US, &(self.now_us as u32).to_le_bytes());
         put(out, board::HIL_FAULT_INJECT, &[self.fault_inject]);
-        put(out, board::HIL_SIMULATED, &[self.simulated as u8]);
+        put(
+            out,
+            board::HIL_SIMULATED,
+            &[(self.simulated || self.hil.mode) as u8],
+        );
+        put(out, board::HIL_MODE, &[self.hil.mode as u8]);
+        put(out, board::HIL_SENSORS, &self.hil.raw);
+        put(out, board::HIL_OUTPUTS, &self.tick_count.to_le_bytes());
+        for (i, s) in self.servos.iter().enumerate() {
+            let tenths = units::libm_round(s.pulse_us * 10.0).clamp(0, u16::MAX as i32) as u16;
+            put(
+                out,
+                board::HIL_OUTPUTS + 4 + 2 * i as u16,
+                &tenths.to_le_bytes(),
+            );
+        }
         put(out, board::FAULT_LOG_COUNT, &[self.fault_log.count()]);
         for (i, (code, id, ms)) in self.fault_log.entries().iter().enumerate() {
             let at = board::FAULT_LOG + i as u16 * board::FAULT_LOG_ENTRY_LEN;
@@ -299,16 +316,49 @@ impl Controller {
     pub fn write_board(&mut self, address: u16, data: &[u8]) -> Result<(), ErrorCode> {
         let fields = table::fields_in_write(board::FIELDS, address, data.len(), board::TABLE_LEN)
             .map_err(layout_error)?;
+        let raw = |f: &Field| {
+            let start = (f.address - address) as usize;
+            &data[start..start + f.size as usize]
+        };
         for field in fields.clone() {
-            self.board_field(field, table::field_value(field, address, data), false)?;
+            self.board_field(field, raw(field), false)?;
         }
         for field in fields {
-            self.board_field(field, table::field_value(field, address, data), true)?;
+            self.board_field(field, raw(field), true)?;
         }
         Ok(())
     }
 
-    fn board_field(&mut self, field: &Field, value: u32, commit: bool) -> Result<(), ErrorCode> {
+    /// The HIL Sensors block as written (see `board::HIL_SENSORS` for the units).
+    fn hil_sensors(raw: &[u8]) -> Sensors {
+        let i16_at = |k: usize| i16::from_le_bytes([raw[k], raw[k + 1]]) as f32;
+        let servos = core::array::from_fn(|i| {
+            let at = i * board::HIL_SERVO_ENTRY_LEN as usize;
+            ServoSample {
+                position_rad: i16_at(at) * 1e-4,
+                current_ma: i16_at(at + 2),
+                temperature_c: 35.0,
+            }
+        });
+        let base = |a: u16| (a - board::HIL_SENSORS) as usize;
+        let axes = |a: u16, scale: f32| core::array::from_fn(|k| i16_at(base(a) + 2 * k) * scale);
+        let supply = base(board::HIL_SUPPLY);
+        Sensors {
+            servos,
+            imu: Ok(ImuSample {
+                gyro_rad_s: axes(board::HIL_GYRO, 1e-3),
+                accel_m_s2: axes(board::HIL_ACCEL, 1e-2),
+            }),
+            supply_mv: u16::from_le_bytes([raw[supply], raw[supply + 1]]),
+        }
+    }
+
+    fn board_field(&mut self, field: &Field, raw: &[u8], commit: bool) -> Result<(), ErrorCode> {
+        let value = raw
+            .iter()
+            .take(4)
+            .rev()
+            .fold(0u32, |v, &b| (v << 8) | b as u32);
         match field.address {
             board::SAFETY_COMMAND if commit => self.safety_command(value as u8)?,
             board::SAFETY_COMMAND => {
@@ -335,6 +385,32 @@ impl Controller {
             board::HIL_FAULT_INJECT => {
                 if commit {
                     self.fault_inject = value as u8;
+                }
+            }
+            board::HIL_SENSORS => {
+                if commit {
+                    self.hil.raw.copy_from_slice(raw);
+                    self.hil.written = Some((Self::hil_sensors(raw), self.now_us));
+                }
+            }
+            board::HIL_MODE => {
+                if value > 1 {
+                    return Err(ErrorCode::DataRange);
+                }
+                // Only at rest: the sensors change under the safety checks. And only onto
+                // values the simulator has just written, never onto none.
+                let fresh = self.hil.fresh(self.now_us) || value == 0;
+                if self.safety.state() != SafetyState::Idle || !fresh {
+                    return Err(ErrorCode::ResultFail);
+                }
+                if commit {
+                    self.hil.mode = value == 1;
+                    // The simulator's values count from now, not from the next tick: an
+                    // ENABLE in the same breath must start every goal where the simulated
+                    // joint is.
+                    if let Some((sensors, _)) = self.hil.written.filter(|_| self.hil.mode) {
+                        self.observe(&sensors, 0.0);
+                    }
                 }
             }
             _ => return Err(ErrorCode::Access),

@@ -1024,8 +1024,10 @@ fn reads_end_exactly_at_the_end_of_each_table() {
     assert_eq!(rig.read(1, 146, 2).1, access);
     assert_eq!(rig.read(1, 0, 147).2.len(), 147);
     assert_eq!(rig.read(1, 0, 0).1, access);
-    assert_eq!(rig.read(BOARD, 287, 1).1, 0);
-    assert_eq!(rig.read(BOARD, 287, 2).1, access);
+    // The board's table ends with the HIL Outputs block (436 bytes).
+    assert_eq!(board::TABLE_LEN, 436);
+    assert_eq!(rig.read(BOARD, 435, 1).1, 0);
+    assert_eq!(rig.read(BOARD, 435, 2).1, access);
     assert_eq!(rig.read(BOARD, 0, 0).1, access);
 }
 

@@ -198,16 +198,26 @@ fn resume_may_change_only_the_keys_that_keep_the_run_the_same() {
 fn mean_action_rollouts_are_only_for_pure_distillation() {
     let run = common::repo().join("configs/run/quadruped_distill.toml");
     let set = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    // PPO's ratio needs sampled actions: opd (the shipped mode) refuses a scaled noise.
-    let e = load_train_config(&run, &set(&["distill.rollout_noise=0"])).unwrap_err();
+    // PPO's ratio needs sampled actions: opd refuses a scaled noise.
+    let e = load_train_config(
+        &run,
+        &set(&["distill.mode=\"opd\"", "distill.rollout_noise=0"]),
+    )
+    .unwrap_err();
     assert_eq!(e.key, "distill.rollout_noise");
     assert!(e.reason.contains("mode = \"distill\""), "{}", e.reason);
     let e = load_train_config(&run, &set(&["distill.rollout_noise=1.5"])).unwrap_err();
     assert_eq!(e.key, "distill.rollout_noise");
+    // The shipped student: pure distillation with mean-action rollouts.
+    let cfg = load_train_config(&run, &[]).unwrap();
+    let clawrl_trainer::config::AlgoConfig::Distill(d) = &cfg.algo else {
+        panic!("quadruped_distill.toml is not a distillation");
+    };
+    assert_eq!((d.mode.as_str(), d.rollout_noise), ("distill", 0.0));
     assert!(
         load_train_config(
             &run,
-            &set(&["distill.mode=\"distill\"", "distill.rollout_noise=0"])
+            &set(&["distill.mode=\"opd\"", "distill.rollout_noise=1"])
         )
         .is_ok()
     );

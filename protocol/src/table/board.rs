@@ -35,6 +35,11 @@ pub const UPTIME_US: u16 = 108;
 pub const HIL_FAULT_INJECT: u16 = 112;
 /// HIL: non-zero when the board's sensors come from a simulator.
 pub const HIL_SIMULATED: u16 = 113;
+/// HIL: 1 = hardware in the loop on a real board: the sensors are [`HIL_SENSORS`] as the
+/// simulator last wrote them, the servo outputs stay off, and the pulses they would put out
+/// read back at [`HIL_OUTPUTS`]; 0 = the board's own sensors and outputs. Written only while
+/// the board is Idle; REBOOT returns it to 0.
+pub const HIL_MODE: u16 = 114;
 /// Number of entries written to the fault log since boot (wraps at 255).
 pub const FAULT_LOG_COUNT: u16 = 127;
 /// 8 entries of 6 bytes, oldest overwritten: code (bit of [`fault`] as index), servo ID or 0,
@@ -47,11 +52,28 @@ pub const FAULT_LOG_ENTRY_LEN: u16 = 6;
 pub const SERVO_MIRROR: u16 = 192;
 pub const SERVO_MIRROR_ENTRY_LEN: u16 = 6;
 pub const SERVO_MIRROR_LEN: u16 = 16 * SERVO_MIRROR_ENTRY_LEN;
-pub const TABLE_LEN: u16 = SERVO_MIRROR + SERVO_MIRROR_LEN;
+/// HIL inputs, written whole by the simulator (only in [`HIL_MODE`]): per servo (ID order)
+/// position i16 (0.1 mrad, through the servo's calibration) and current i16 (mA); then gyro
+/// x, y, z i16 (1 mrad/s), accelerometer x, y, z i16 (0.01 m/s^2), supply u16 (mV). Servo
+/// temperature reads a nominal 35 C.
+pub const HIL_SENSORS: u16 = 320;
+pub const HIL_SERVO_ENTRY_LEN: u16 = 4;
+pub const HIL_GYRO: u16 = HIL_SENSORS + 16 * HIL_SERVO_ENTRY_LEN;
+pub const HIL_ACCEL: u16 = HIL_GYRO + 6;
+pub const HIL_SUPPLY: u16 = HIL_ACCEL + 6;
+pub const HIL_SENSORS_LEN: u16 = HIL_SUPPLY + 2 - HIL_SENSORS;
+/// HIL outputs: the tick count (u32) of the tick that computed them, then per servo the pulse
+/// width it would put out, u16 in 0.1 us (0 = no pulses).
+pub const HIL_OUTPUTS: u16 = 400;
+pub const HIL_OUTPUTS_LEN: u16 = 4 + 16 * 2;
+/// A simulator that stops writing [`HIL_SENSORS`] for this long is a dead sensor: the IMU
+/// reads as failed (and trips its fault as a silent IMU would).
+pub const HIL_STALE_MS: u16 = 50;
+pub const TABLE_LEN: u16 = HIL_OUTPUTS + HIL_OUTPUTS_LEN;
 
-/// One READ from GYRO to the table's end: IMU, supply, state and every servo.
+/// One READ from GYRO to the servo mirror's end: IMU, supply, state and every servo.
 pub const ROBOT_STATE: u16 = GYRO;
-pub const ROBOT_STATE_LEN: u16 = TABLE_LEN - GYRO;
+pub const ROBOT_STATE_LEN: u16 = SERVO_MIRROR + SERVO_MIRROR_LEN - GYRO;
 
 pub mod command {
     pub const ENABLE: u8 = 1;
@@ -104,6 +126,7 @@ pub const FIELDS: &[Field] = &[
     Field::ro(UPTIME_US, 4, "Uptime"),
     Field::rw(HIL_FAULT_INJECT, 1, "HIL Fault Inject"),
     Field::ro(HIL_SIMULATED, 1, "HIL Simulated"),
+    Field::rw(HIL_MODE, 1, "HIL Mode"),
     Field::ro(FAULT_LOG_COUNT, 1, "Fault Log Count"),
     Field::ro(
         FAULT_LOG,
@@ -111,4 +134,6 @@ pub const FIELDS: &[Field] = &[
         "Fault Log",
     ),
     Field::ro(SERVO_MIRROR, SERVO_MIRROR_LEN as u8, "Servo Mirror"),
+    Field::rw(HIL_SENSORS, HIL_SENSORS_LEN as u8, "HIL Sensors"),
+    Field::ro(HIL_OUTPUTS, HIL_OUTPUTS_LEN as u8, "HIL Outputs"),
 ];

@@ -1,0 +1,219 @@
+//! HIL mode on a real board (`board::HIL_MODE`): the simulator writes the sensors, the outputs
+//! stay off and the pulses they would put out read back, a silent simulator is a dead sensor.
+//! Driven through the firmware's real loop with the fake hardware of `common`.
+
+mod common;
+
+use clawrl_firmware::{FirmwareConfig, SafetyState};
+use clawrl_protocol::table::{board, servo};
+use clawrl_protocol::units::{rad_to_ticks, ticks_to_rad};
+use clawrl_protocol::{Command, ErrorCode};
+use common::Rig;
+
+const BOARD: u8 = 100;
+
+/// The HIL Sensors block: servo positions (rad), every current 120 mA, this gyro and
+/// accelerometer, 7.4 V.
+fn block(positions: impl Fn(usize) -> f32, gyro: [f32; 3], accel: [f32; 3]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for i in 0..16 {
+        b.extend_from_slice(&((positions(i) * 1e4).round() as i16).to_le_bytes());
+        b.extend_from_slice(&120i16.to_le_bytes());
+    }
+    for g in gyro {
+        b.extend_from_slice(&((g * 1e3).round() as i16).to_le_bytes());
+    }
+    for a in accel {
+        b.extend_from_slice(&((a * 1e2).round() as i16).to_le_bytes());
+    }
+    b.extend_from_slice(&7400u16.to_le_bytes());
+    assert_eq!(b.len(), board::HIL_SENSORS_LEN as usize);
+    b
+}
+
+/// Mid-range on every joint, shifted by `offset` rad: not where the board's own sensors are.
+fn simulated(cfg: &FirmwareConfig, offset: f32) -> impl Fn(usize) -> f32 + '_ {
+    move |i| 0.5 * (cfg.servos[i].min_rad + cfg.servos[i].max_rad) + offset
+}
+
+fn write_block(rig: &mut Rig, b: &[u8]) {
+    assert_eq!(rig.write(BOARD, board::HIL_SENSORS, b), 0);
+}
+
+fn u16_at(data: &[u8], k: usize) -> u16 {
+    u16::from_le_bytes([data[k], data[k + 1]])
+}
+
+/// The pulses HIL Outputs reads back (µs) and its tick count.
+fn hil_outputs(rig: &mut Rig) -> (u32, [f32; 16]) {
+    let (_, err, d) = rig.read(BOARD, board::HIL_OUTPUTS, board::HIL_OUTPUTS_LEN);
+    assert_eq!(err, 0);
+    let tick = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+    (
+        tick,
+        std::array::from_fn(|i| u16_at(&d, 4 + 2 * i) as f32 / 10.0),
+    )
+}
+
+fn into_hil(rig: &mut Rig, b: &[u8]) {
+    write_block(rig, b);
+    assert_eq!(rig.write(BOARD, board::HIL_MODE, &[1]), 0);
+}
+
+#[test]
+fn hil_mode_needs_an_idle_board_and_fresh_simulator_values() {
+    let cfg = FirmwareConfig::claw_foot();
+    let mut rig = Rig::new(cfg.clone());
+    rig.advance_ms(5);
+    // Nothing written yet: there is nothing to run on.
+    assert_eq!(
+        rig.write(BOARD, board::HIL_MODE, &[1]),
+        ErrorCode::ResultFail as u8
+    );
+    let b = block(simulated(&cfg, 0.1), [0.0; 3], [0.0, 0.0, 9.81]);
+    write_block(&mut rig, &b);
+    assert_eq!(
+        rig.write(BOARD, board::HIL_MODE, &[2]),
+        ErrorCode::DataRange as u8
+    );
+    // Written too long ago.
+    rig.advance_ms(board::HIL_STALE_MS as u32 + 5);
+    assert_eq!(
+        rig.write(BOARD, board::HIL_MODE, &[1]),
+        ErrorCode::ResultFail as u8
+    );
+    into_hil(&mut rig, &b);
+    let (_, err, d) = rig.read(BOARD, board::HIL_SIMULATED, 2);
+    assert_eq!((err, d), (0, vec![1, 1]), "HIL Simulated, HIL Mode");
+    // Not while the servos are driven.
+    assert_eq!(
+        rig.write(BOARD, board::SAFETY_COMMAND, &[board::command::ENABLE]),
+        0
+    );
+    assert_eq!(
+        rig.write(BOARD, board::HIL_MODE, &[0]),
+        ErrorCode::ResultFail as u8
+    );
+    assert!(rig.fw.controller().hil_mode());
+    // The block is written whole or not at all.
+    assert_eq!(
+        rig.write(BOARD, board::HIL_SENSORS, &b[..10]),
+        ErrorCode::DataLength as u8
+    );
+    // HIL Outputs is the board's to write.
+    assert_eq!(
+        rig.write(BOARD, board::HIL_OUTPUTS, &[0; 36]),
+        ErrorCode::Access as u8
+    );
+}
+
+#[test]
+fn in_hil_mode_the_simulator_is_the_sensor_and_no_output_is_driven() {
+    let cfg = FirmwareConfig::claw_foot();
+    let mut rig = Rig::new(cfg.clone());
+    rig.advance_ms(5);
+    let sim = simulated(&cfg, 0.1);
+    let b = block(&sim, [0.5, -0.25, 0.125], [0.0, 0.0, 9.81]);
+    into_hil(&mut rig, &b);
+    // The block reads back as written.
+    let (_, _, d) = rig.read(BOARD, board::HIL_SENSORS, board::HIL_SENSORS_LEN);
+    assert_eq!(d, b);
+    assert_eq!(
+        rig.write(BOARD, board::SAFETY_COMMAND, &[board::command::ENABLE]),
+        0
+    );
+    // Servo 1 is asked 0.2 rad past where the simulator has it.
+    let goal = sim(0) + 0.2;
+    assert_eq!(
+        rig.write(1, servo::GOAL_POSITION, &rad_to_ticks(goal).to_le_bytes()),
+        0
+    );
+    for _ in 0..200 {
+        write_block(&mut rig, &b);
+        rig.advance_ms(1);
+    }
+    assert_eq!(rig.fw.controller().state(), SafetyState::Enabled);
+    // Nothing reaches the board's own outputs.
+    assert_eq!(rig.pulses(), [0; 16]);
+    // What would have: servo 1 at its goal, the others holding the simulator's positions.
+    let (tick, pulses) = hil_outputs(&mut rig);
+    assert!(tick > 200, "tick {tick}");
+    // The goal as the wire carries it (whole ticks of 1.5 mrad), the pulse to 0.1 us.
+    let goal = ticks_to_rad(rad_to_ticks(goal));
+    let want = cfg.servos[0].calibration.pulse_us(goal);
+    assert!((pulses[0] - want).abs() < 0.11, "{} vs {want}", pulses[0]);
+    for i in 1..16 {
+        let want = cfg.servos[i].calibration.pulse_us(sim(i));
+        assert!(
+            (pulses[i] - want).abs() < 0.2,
+            "servo {i}: {} vs {want}",
+            pulses[i]
+        );
+    }
+    // The robot state is the simulator's: present position and gyro.
+    let (_, _, s) = rig.read(BOARD, board::ROBOT_STATE, board::ROBOT_STATE_LEN);
+    let at = |a: u16| (a - board::ROBOT_STATE) as usize;
+    let gyro_x = i16::from_le_bytes([s[at(board::GYRO)], s[at(board::GYRO) + 1]]);
+    assert_eq!(gyro_x, 500);
+    let pos = i16::from_le_bytes([s[at(board::SERVO_MIRROR)], s[at(board::SERVO_MIRROR) + 1]]);
+    assert_eq!(pos as i32, rad_to_ticks(sim(0)));
+}
+
+#[test]
+fn a_simulator_that_goes_silent_is_a_dead_sensor() {
+    let cfg = FirmwareConfig::claw_foot();
+    let mut rig = Rig::new(cfg.clone());
+    rig.advance_ms(5);
+    let b = block(simulated(&cfg, 0.0), [0.0; 3], [0.0, 0.0, 9.81]);
+    into_hil(&mut rig, &b);
+    assert_eq!(
+        rig.write(BOARD, board::SAFETY_COMMAND, &[board::command::ENABLE]),
+        0
+    );
+    // Well within the staleness limit, written every 40 ms: still running.
+    for _ in 0..10 {
+        rig.advance_ms(40);
+        write_block(&mut rig, &b);
+    }
+    assert_eq!(
+        rig.fw.controller().state(),
+        SafetyState::Enabled,
+        "faults {:#x}",
+        rig.fw.controller().faults()
+    );
+    // Then the simulator falls silent while the runtime goes on talking (a READ every 5 ms
+    // keeps the board's watchdog fed): the IMU "stops answering" once the values are stale,
+    // and its fault latches after the configured failed reads, as for a real IMU.
+    let silent = |rig: &mut Rig, ms: u32| {
+        for _ in 0..ms / 5 {
+            rig.advance_ms(5);
+            rig.read(BOARD, board::SAFETY_STATE, 1);
+        }
+    };
+    silent(
+        &mut rig,
+        board::HIL_STALE_MS as u32 + cfg.imu_fail_ticks as u32 - 10,
+    );
+    assert_eq!(rig.fw.controller().state(), SafetyState::Enabled);
+    silent(&mut rig, 20);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
+    assert_ne!(rig.fw.controller().faults() & board::fault::IMU, 0);
+    assert_eq!(
+        rig.pulses(),
+        [0; 16],
+        "still nothing on the board's outputs"
+    );
+}
+
+#[test]
+fn reboot_leaves_hil_mode() {
+    let cfg = FirmwareConfig::claw_foot();
+    let mut rig = Rig::new(cfg.clone());
+    rig.advance_ms(5);
+    into_hil(&mut rig, &block(simulated(&cfg, 0.0), [0.0; 3], [0.0; 3]));
+    assert_eq!(rig.send(BOARD, Command::Reboot), vec![(BOARD, 0, vec![])]);
+    rig.advance_ms(2);
+    assert!(!rig.fw.controller().hil_mode());
+    let (_, _, d) = rig.read(BOARD, board::HIL_MODE, 1);
+    assert_eq!(d, vec![0]);
+}
