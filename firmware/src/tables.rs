@@ -354,11 +354,11 @@ impl Controller {
     }
 
     fn board_field(&mut self, field: &Field, raw: &[u8], commit: bool) -> Result<(), ErrorCode> {
-        let value = raw
-            .iter()
-            .take(4)
-            .rev()
-            .fold(0u32, |v, &b| (v << 8) | b as u32);
+        // Registers of up to 4 bytes carry a value; HIL Sensors is handled from `raw`.
+        let mut bytes = [0u8; 4];
+        let n = raw.len().min(4);
+        bytes[..n].copy_from_slice(&raw[..n]);
+        let value = u32::from_le_bytes(bytes);
         match field.address {
             board::SAFETY_COMMAND if commit => self.safety_command(value as u8)?,
             board::SAFETY_COMMAND => {

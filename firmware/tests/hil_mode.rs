@@ -113,7 +113,7 @@ fn in_hil_mode_the_simulator_is_the_sensor_and_no_output_is_driven() {
     let mut rig = Rig::new(cfg.clone());
     rig.advance_ms(5);
     let sim = simulated(&cfg, 0.1);
-    let b = block(&sim, [0.5, -0.25, 0.125], [0.0, 0.0, 9.81]);
+    let b = block(&sim, [0.5, -0.25, 0.125], [-1.2, 0.45, 9.81]);
     into_hil(&mut rig, &b);
     // The block reads back as written.
     let (_, _, d) = rig.read(BOARD, board::HIL_SENSORS, board::HIL_SENSORS_LEN);
@@ -153,8 +153,13 @@ fn in_hil_mode_the_simulator_is_the_sensor_and_no_output_is_driven() {
     // The robot state is the simulator's: present position and gyro.
     let (_, _, s) = rig.read(BOARD, board::ROBOT_STATE, board::ROBOT_STATE_LEN);
     let at = |a: u16| (a - board::ROBOT_STATE) as usize;
-    let gyro_x = i16::from_le_bytes([s[at(board::GYRO)], s[at(board::GYRO) + 1]]);
-    assert_eq!(gyro_x, 500);
+    let i16_at = |k: usize| i16::from_le_bytes([s[k], s[k + 1]]);
+    let gyro: Vec<i16> = (0..3).map(|k| i16_at(at(board::GYRO) + 2 * k)).collect();
+    assert_eq!(gyro, [500, -250, 125]);
+    let accel: Vec<i16> = (0..3).map(|k| i16_at(at(board::ACCEL) + 2 * k)).collect();
+    assert_eq!(accel, [-120, 45, 981]);
+    let (_, _, v) = rig.read(BOARD, board::SUPPLY_MV, 2);
+    assert_eq!(u16_at(&v, 0), 7400);
     let pos = i16::from_le_bytes([s[at(board::SERVO_MIRROR)], s[at(board::SERVO_MIRROR) + 1]]);
     assert_eq!(pos as i32, rad_to_ticks(sim(0)));
 }
