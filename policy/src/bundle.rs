@@ -122,9 +122,12 @@ mod tests {
         assert_eq!(n.mean, b.manifest.observation.normalizer.mean);
     }
 
+    /// A manifest field and a change that breaks it.
+    type Breakage = (&'static str, fn(&mut Bundle));
+
     #[test]
     fn a_manifest_that_disagrees_with_the_network_is_refused_by_field() {
-        let cases: [(&str, fn(&mut Bundle)); 4] = [
+        let cases: [Breakage; 4] = [
             ("network.kind", |b| {
                 b.manifest.network.kind = "temporal_conv".into()
             }),

@@ -473,3 +473,33 @@ fn the_noise_scale_can_make_an_episode_noiseless() {
     assert!(gap("[0.0, 0.0]") < 1e-6);
     assert!(gap("[1.0, 1.0]") > 0.1, "full-scale noise is missing");
 }
+
+#[test]
+fn the_physics_rate_is_a_task_setting() {
+    // 250 Hz physics under the same 50 Hz control: the model's timestep is the config's.
+    let cfg = task(
+        "quadruped_flat.toml",
+        &["env.physics_dt=0.004", "env.decimation=5"],
+    );
+    let mut env = QuadrupedEnv::new(&cfg).unwrap();
+    assert_eq!(env.physics_dt(), 0.004);
+    assert!((env.spec().control_dt - 0.02).abs() < 1e-12);
+    assert_eq!(env.spec().max_episode_steps, 1000);
+    env.reset_in_place(3);
+    let a = vec![0.0f32; NUM_SERVOS];
+    for _ in 0..50 {
+        let (_, terminated, _) = env.step_in_place(&a).unwrap();
+        assert!(!terminated, "the robot should stand at 250 Hz");
+    }
+    assert!(
+        (env.data().time() - 1.0).abs() < 1e-9,
+        "{}",
+        env.data().time()
+    );
+    let e = TaskConfig::load(
+        clawrl_sim::repo_root().join("configs/task/quadruped_flat.toml"),
+        &["env.physics_dt=0.5".to_string()],
+    )
+    .unwrap_err();
+    assert_eq!(e.key, "env.physics_dt");
+}

@@ -88,6 +88,11 @@ pub fn run(a: Args) -> Result<()> {
                 vec![format!("distill.teacher={}", file.display())]
             };
             if let Some(m) = a.mode {
+                // Only pure distillation may roll out the mean action (the shipped student
+                // does); the PPO modes sample, so --mode opd works on the shipped config.
+                if m != "distill" {
+                    set.push("distill.rollout_noise=1.0".into());
+                }
                 set.push(format!("distill.mode={m}"));
             }
             set.extend(a.set);
