@@ -354,11 +354,13 @@ impl Controller {
     }
 
     fn board_field(&mut self, field: &Field, raw: &[u8], commit: bool) -> Result<(), ErrorCode> {
-        // Registers of up to 4 bytes carry a value; HIL Sensors is handled from `raw`.
-        let mut bytes = [0u8; 4];
-        let n = raw.len().min(4);
-        bytes[..n].copy_from_slice(&raw[..n]);
-        let value = u32::from_le_bytes(bytes);
+        // Every register but the HIL Sensors block carries a value of up to 4 bytes (`raw`
+        // starts at the field); that block is taken from `raw` whole.
+        let value = if field.address == board::HIL_SENSORS {
+            0
+        } else {
+            table::field_value(field, field.address, raw)
+        };
         match field.address {
             board::SAFETY_COMMAND if commit => self.safety_command(value as u8)?,
             board::SAFETY_COMMAND => {
