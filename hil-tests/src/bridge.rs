@@ -100,13 +100,13 @@ impl Trace {
 /// The runtime's end of the line: a pty pair behind a fixed path (a symlink), so the cable
 /// can be pulled (the pair closed: the runtime's port fails) and plugged back (a new pair
 /// behind the same path: the runtime's reconnect finds it).
-struct Port {
+pub(crate) struct Port {
     link: PathBuf,
     pair: Option<(TTYPort, TTYPort)>,
 }
 
 impl Port {
-    fn new(link: &Path) -> Result<Self> {
+    pub(crate) fn new(link: &Path) -> Result<Self> {
         let mut p = Self {
             link: link.to_path_buf(),
             pair: None,
@@ -115,7 +115,7 @@ impl Port {
         Ok(p)
     }
 
-    fn plug(&mut self) -> Result<()> {
+    pub(crate) fn plug(&mut self) -> Result<()> {
         let (mut master, slave) = TTYPort::pair().context("creating a pseudo-terminal")?;
         master.set_timeout(Duration::from_micros(200))?;
         let name = slave.name().context("pty without a name")?;
@@ -127,15 +127,15 @@ impl Port {
         Ok(())
     }
 
-    fn unplug(&mut self) {
+    pub(crate) fn unplug(&mut self) {
         self.pair = None;
     }
 
-    fn plugged(&self) -> bool {
+    pub(crate) fn plugged(&self) -> bool {
         self.pair.is_some()
     }
 
-    fn read(&mut self, buf: &mut [u8]) -> usize {
+    pub(crate) fn read(&mut self, buf: &mut [u8]) -> usize {
         match &mut self.pair {
             Some((m, _)) => m.read(buf).unwrap_or(0),
             None => {
@@ -145,7 +145,7 @@ impl Port {
         }
     }
 
-    fn write(&mut self, bytes: &[u8]) {
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
         if let Some((m, _)) = &mut self.pair {
             let _ = m.write_all(bytes);
         }
@@ -180,6 +180,56 @@ impl Bridge {
                 let board = SteppedBoard::new(firmware.clone(), body()?);
                 Loop::new(board, port, firmware, cfg, now2).run(&stop2)
             })?;
+        Ok(Self {
+            link,
+            stop,
+            now_us,
+            thread: Some(thread),
+        })
+    }
+
+    /// Starts the bridge to a real board on `board_port` in HIL mode (real time only; see
+    /// [`crate::real_board`]). The board is checked and put in HIL mode before this returns:
+    /// a port that is not a board, or a board for another robot, stops here.
+    pub fn spawn_real(
+        dir: &Path,
+        board_port: &str,
+        baud: u32,
+        firmware: FirmwareConfig,
+        body: impl FnOnce() -> Result<MujocoBody> + Send + 'static,
+        cfg: BridgeConfig,
+    ) -> Result<Self> {
+        let link = dir.join("board.tty");
+        let port = Port::new(&link)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let now_us = Arc::new(AtomicU64::new(0));
+        let (stop2, now2) = (stop.clone(), now_us.clone());
+        let board_port = board_port.to_string();
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<Result<()>>(1);
+        let thread = std::thread::Builder::new()
+            .name("hil-bridge".into())
+            .spawn(move || {
+                let opened = body().and_then(|mut body| {
+                    let first = crate::real_board::rest_reading(&mut body);
+                    let board = crate::real_board::HilBoard::open(&board_port, baud, &first)?;
+                    Ok((body, board))
+                });
+                let (body, board) = match opened {
+                    Ok(x) => {
+                        let _ = ready_tx.send(Ok(()));
+                        x
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return Ok(Trace::default());
+                    }
+                };
+                crate::real_board::RealLoop::new(board, body, port, &firmware, cfg, now2)
+                    .run(&stop2)
+            })?;
+        ready_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("the HIL bridge stopped while opening the board"))??;
         Ok(Self {
             link,
             stop,

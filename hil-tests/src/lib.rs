@@ -13,6 +13,8 @@
 //!   stall, a pulled cable), per window of simulated time;
 //! - [`bridge`]: the runtime's pseudo-terminal, the faults, the board and the body in one
 //!   thread, in lockstep or in real time;
+//! - [`real_board`]: the same with a real microcontroller in HIL mode in place of the virtual
+//!   board, over a real serial port;
 //! - [`scenario`]: the runtime's own `run` against the bridge, scenario by scenario;
 //! - [`reference`]: the same bundle in the simulator alone, and the walking figures both are
 //!   compared by;
@@ -21,6 +23,7 @@ pub mod body;
 pub mod bridge;
 pub mod faults;
 pub mod framer;
+pub mod real_board;
 pub mod reference;
 pub mod report;
 pub mod scenario;

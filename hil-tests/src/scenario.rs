@@ -139,6 +139,16 @@ pub struct Setup {
     pub runtime_config: PathBuf,
     /// Scratch directory (port link, install slots, telemetry).
     pub dir: PathBuf,
+    /// A real board in HIL mode on this serial port instead of the virtual board (real time
+    /// only, see [`crate::real_board`]).
+    pub board: Option<BoardPort>,
+}
+
+/// A microcontroller running the firmware, on a serial port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardPort {
+    pub path: String,
+    pub baud: u32,
 }
 
 /// What a run produced.
@@ -244,12 +254,17 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
         free_run: Duration::from_millis(probe.serial.answer_timeout_ms * 3),
     };
     let (task, seed) = (setup.task.clone(), setup.seed);
-    let bridge = Bridge::spawn(
-        &setup.dir,
-        firmware.clone(),
-        move || Ok(MujocoBody::new(&task, seed, &firmware)?),
-        bridge_cfg,
-    )?;
+    let fw = firmware.clone();
+    let body = move || Ok(MujocoBody::new(&task, seed, &fw)?);
+    let bridge = match &setup.board {
+        None => Bridge::spawn(&setup.dir, firmware, body, bridge_cfg)?,
+        Some(b) => {
+            if setup.clocking != Clocking::RealTime {
+                anyhow::bail!("a real board keeps its own clock: it runs in real time only");
+            }
+            Bridge::spawn_real(&setup.dir, &b.path, b.baud, firmware, body, bridge_cfg)?
+        }
+    };
     let cfg = runtime_config(setup, bridge.port(), s.command)?;
     let bundle = install(&cfg.install.root, &setup.bundle).context("installing the bundle")?;
     let opts = RunOptions {

@@ -24,6 +24,7 @@ fn setup(dir: &Path) -> Setup {
         task: TaskConfig::flat().unwrap(),
         runtime_config: repo().join("configs/runtime/robot.toml"),
         dir: dir.to_path_buf(),
+        board: None,
     }
 }
 

@@ -27,6 +27,14 @@ pub struct Args {
     task_config: PathBuf,
     #[arg(long, default_value = "configs/runtime/robot.toml")]
     runtime_config: PathBuf,
+    /// A real microcontroller running the firmware on this serial port, in HIL mode (its HIL
+    /// registers carry the simulated sensors and its pulses back), instead of the virtual
+    /// board. Implies --realtime.
+    #[arg(long, value_name = "PORT")]
+    board: Option<String>,
+    /// Baud rate of --board.
+    #[arg(long, default_value_t = 1_000_000)]
+    baud: u32,
     /// Report, pictures and scratch files.
     #[arg(long, default_value = "runs/hil")]
     out: PathBuf,
@@ -62,7 +70,7 @@ pub fn run(a: Args) -> Result<()> {
         let setup = scenario::Setup {
             bundle: a.bundle.clone(),
             seed: a.seed,
-            clocking: if a.realtime {
+            clocking: if a.realtime || a.board.is_some() {
                 Clocking::RealTime
             } else {
                 Clocking::Lockstep
@@ -70,6 +78,10 @@ pub fn run(a: Args) -> Result<()> {
             task: task.clone(),
             runtime_config: a.runtime_config.clone(),
             dir: a.out.join("scratch").join(s.name),
+            board: a.board.as_ref().map(|path| scenario::BoardPort {
+                path: path.clone(),
+                baud: a.baud,
+            }),
         };
         eprintln!("hil: {} ({}) ...", s.name, s.about);
         // The gap of walk and turn is measured over four seeds (--seed and the three after);

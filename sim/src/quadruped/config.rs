@@ -85,6 +85,12 @@ pub struct RewardWeights {
     pub energy: f64,
     pub feet_air_time: f64,
     pub claw_use: f64,
+    /// Added after the first teachers: a task file from before them (a shipped run's
+    /// config.toml) loads with 0, the reward it was trained with.
+    #[serde(default)]
+    pub trot_contact: f64,
+    #[serde(default)]
+    pub claw_idle: f64,
     pub termination: f64,
 }
 
@@ -292,7 +298,7 @@ impl Validate for TaskConfig {
 
 impl RewardWeights {
     /// (term name, weight), in the order of [`super::reward::TERMS`].
-    pub fn named(&self) -> [(&'static str, f64); 11] {
+    pub fn named(&self) -> [(&'static str, f64); 13] {
         [
             ("tracking_lin_vel", self.tracking_lin_vel),
             ("tracking_ang_vel", self.tracking_ang_vel),
@@ -304,6 +310,8 @@ impl RewardWeights {
             ("energy", self.energy),
             ("feet_air_time", self.feet_air_time),
             ("claw_use", self.claw_use),
+            ("trot_contact", self.trot_contact),
+            ("claw_idle", self.claw_idle),
             ("termination", self.termination),
         ]
     }

@@ -452,6 +452,7 @@ impl Env for QuadrupedEnv {
             touchdown_air_time: touchdown,
             contact: self.contact,
             grip: self.grip(),
+            floor_tilt: self.params.slope,
             terminated,
         };
         let rewards = &self.cfg.rewards;

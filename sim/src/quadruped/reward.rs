@@ -5,7 +5,7 @@ use super::layout::NUM_FEET;
 use super::math::Vec3;
 
 /// Term names, in the order of [`terms`] and [`RewardWeights::named`].
-pub const TERMS: [&str; 11] = [
+pub const TERMS: [&str; 13] = [
     "tracking_lin_vel",
     "tracking_ang_vel",
     "lin_vel_z",
@@ -16,6 +16,8 @@ pub const TERMS: [&str; 11] = [
     "energy",
     "feet_air_time",
     "claw_use",
+    "trot_contact",
+    "claw_idle",
     "termination",
 ];
 pub const NUM_TERMS: usize = TERMS.len();
@@ -42,8 +44,14 @@ pub struct RewardInputs<'a> {
     pub contact: [bool; NUM_FEET],
     /// Claw grip in [0, 1].
     pub grip: [f64; NUM_FEET],
+    /// Tilt of the floor from level (rad): the claws have a job only where it is tilted.
+    pub floor_tilt: f64,
     pub terminated: bool,
 }
+
+/// Below this floor tilt the claws are idle by `claw_idle` (2 degrees: no floor the slopes task
+/// draws is that flat, every flat floor is).
+pub const CLAW_IDLE_MAX_TILT: f64 = 0.035;
 
 /// Unweighted value of every term.
 pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
@@ -73,6 +81,24 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
         .map(|(g, c)| if c { *g } else { -*g })
         .sum::<f64>()
         / NUM_FEET as f64;
+    // A trot's contact pattern: diagonal feet (FL-RR, FR-RL) together, left and right apart.
+    // 1 for a trot, 0.5 for a pace or all four feet down, 0 for a bound; only when moving,
+    // so the robot may stand on four feet when told to stand.
+    let [fl, fr, rl, rr] = x.contact;
+    let trot = if moving {
+        [fl == rr, fr == rl, fl != fr, rl != rr]
+            .iter()
+            .filter(|b| **b)
+            .count() as f64
+            / 4.0
+    } else {
+        0.0
+    };
+    let claw_idle = if x.floor_tilt < CLAW_IDLE_MAX_TILT {
+        x.grip.iter().sum::<f64>() / NUM_FEET as f64
+    } else {
+        0.0
+    };
     [
         (-lin_err / sigma2).exp(),
         (-ang_err / sigma2).exp(),
@@ -84,6 +110,8 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
         x.power,
         air_time,
         claw,
+        trot,
+        claw_idle,
         if x.terminated { 1.0 } else { 0.0 },
     ]
 }
@@ -250,5 +278,55 @@ mod tests {
         assert!(term(&stance, &c, "claw_use") > 0.0);
         assert!(term(&swing, &c, "claw_use") < 0.0);
         assert_eq!(term(&open, &c, "claw_use"), 0.0);
+    }
+
+    /// The contact pattern term, unweighted, on scripted foot states.
+    fn trot_value(contact: [bool; 4], command: [f64; 3]) -> f64 {
+        let c = config();
+        let a = [0.0f32; 16];
+        let x = RewardInputs {
+            contact,
+            command,
+            ..perfect(&a)
+        };
+        let i = TERMS.iter().position(|t| *t == "trot_contact").unwrap();
+        terms(&x, &c.rewards)[i]
+    }
+
+    #[test]
+    fn trot_contact_ranks_a_trot_over_a_pace_over_a_bound() {
+        let walk = [0.3, 0.0, 0.0];
+        // FL, FR, RL, RR.
+        assert_eq!(trot_value([true, false, false, true], walk), 1.0);
+        assert_eq!(trot_value([false, true, true, false], walk), 1.0);
+        assert_eq!(trot_value([true, false, true, false], walk), 0.5, "pace");
+        assert_eq!(trot_value([true; 4], walk), 0.5, "all feet down");
+        assert_eq!(trot_value([true, true, false, false], walk), 0.0, "bound");
+        assert_eq!(trot_value([true, false, false, false], walk), 0.5);
+        assert_eq!(trot_value([true, false, false, true], [0.0; 3]), 0.0);
+    }
+
+    #[test]
+    fn claw_idle_counts_grip_on_a_flat_floor_only() {
+        let mut c = config();
+        c.rewards.weights.claw_idle = -1.0;
+        let a = [0.0f32; 16];
+        let gripping = RewardInputs {
+            grip: [0.5; 4],
+            ..perfect(&a)
+        };
+        assert!(term(&gripping, &c, "claw_idle") < 0.0);
+        let i = TERMS.iter().position(|t| *t == "claw_idle").unwrap();
+        assert_eq!(terms(&gripping, &c.rewards)[i], 0.5);
+        let sloped = RewardInputs {
+            floor_tilt: 0.1,
+            ..gripping.clone()
+        };
+        assert_eq!(terms(&sloped, &c.rewards)[i], 0.0);
+        let open = RewardInputs {
+            grip: [0.0; 4],
+            ..perfect(&a)
+        };
+        assert_eq!(terms(&open, &c.rewards)[i], 0.0);
     }
 }

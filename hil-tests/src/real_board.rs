@@ -1,0 +1,438 @@
+//! The bridge to a real microcontroller running the firmware in HIL mode (`board::HIL_MODE`):
+//! the board's own safety rules, watchdog and control tables answer the runtime, MuJoCo is the
+//! body, and the serial port between them is a real one.
+//!
+//! One thread, in real time (a board keeps its own clock), every [`EXCHANGE_US`]:
+//! 1. the body steps under the pulses the board last put out (HIL Outputs);
+//! 2. its sensors go to the board (a WRITE of HIL Sensors), its pulses come back (a READ of
+//!    HIL Outputs) and its safety state (a READ of Safety State);
+//! 3. between those, the runtime's packets (from its pseudo-terminal, through the scenario's
+//!    faults) go to the board whole, and the board's answers go back: the bridge never starts a
+//!    transaction of its own while one of the runtime's is waiting for its answer.
+//!
+//! Before anything moves, [`HilBoard::open`] checks that the port is a clawrl board with every
+//! servo of the robot (one message otherwise), and only then enters HIL mode.
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clawrl_firmware::controller::Pulses;
+use clawrl_firmware::virtual_board::{Plant, PlantReading};
+use clawrl_firmware::{FirmwareConfig, SafetyState};
+use clawrl_protocol::table::{board, servo};
+use clawrl_protocol::units::ids;
+use clawrl_runtime::link::{Link, LinkError};
+use serialport::SerialPort;
+
+use crate::body::MujocoBody;
+use crate::bridge::{BridgeConfig, Event, Port, Sample, Trace};
+use crate::faults::{Direction, Faults};
+use crate::framer::{Framer, Unit};
+
+/// The firmware's servo count: the robot's, and what [`HilBoard::open`] checks for.
+pub const SERVOS: usize = 16;
+/// How long a runtime packet may wait for the board's answer (a status packet of at most
+/// 212 bytes at 1 Mbaud is 2 ms on the wire; the rest is the host's scheduling).
+const ANSWER_WAIT: Duration = Duration::from_millis(15);
+
+/// How often the body and the board exchange sensors and pulses (µs): two MuJoCo steps, as
+/// often as a 1 Mbaud line carries the three transactions (a WRITE of 78 bytes and two READs,
+/// about 1.6 ms on the wire) with room left for the runtime's own. Once per control period
+/// would hold sensors and pulses a whole period old: 20-40 ms of latency, more than the
+/// policy was trained for (domain randomisation draws 0-10 ms).
+pub const EXCHANGE_US: u64 = 4_000;
+
+/// The HIL Sensors block (`board::HIL_SENSORS`) for one reading: positions 0.1 mrad and
+/// currents mA per servo, gyro mrad/s, accelerometer 0.01 m/s^2, supply mV. An IMU that does
+/// not answer writes zeros (the board's stale rule covers a simulator that stops instead).
+pub fn encode_sensors(r: &PlantReading) -> [u8; board::HIL_SENSORS_LEN as usize] {
+    let mut b = [0u8; board::HIL_SENSORS_LEN as usize];
+    let mut put = |k: usize, v: f32, scale: f32| {
+        let q = (v * scale).round().clamp(i16::MIN as f32, i16::MAX as f32) as i16;
+        b[k..k + 2].copy_from_slice(&q.to_le_bytes());
+    };
+    for (i, s) in r.servos.iter().enumerate() {
+        put(4 * i, s.position_rad, 1e4);
+        put(4 * i + 2, s.current_ma, 1.0);
+    }
+    let gyro = (board::HIL_GYRO - board::HIL_SENSORS) as usize;
+    let accel = (board::HIL_ACCEL - board::HIL_SENSORS) as usize;
+    if let Some(imu) = &r.imu {
+        for k in 0..3 {
+            put(gyro + 2 * k, imu.gyro_rad_s[k], 1e3);
+            put(accel + 2 * k, imu.accel_m_s2[k], 1e2);
+        }
+    }
+    let supply = (board::HIL_SUPPLY - board::HIL_SENSORS) as usize;
+    b[supply..supply + 2].copy_from_slice(&r.supply_mv.to_le_bytes());
+    b
+}
+
+/// HIL Outputs: the tick that computed them and the pulse each servo would get (µs; `None`
+/// for an output that is off).
+pub fn decode_outputs(d: &[u8]) -> Option<(u32, Pulses)> {
+    if d.len() != board::HIL_OUTPUTS_LEN as usize {
+        return None;
+    }
+    let tick = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+    let pulses = std::array::from_fn(|i| {
+        let raw = u16::from_le_bytes([d[4 + 2 * i], d[5 + 2 * i]]);
+        (raw != 0).then(|| f32::from(raw) / 10.0)
+    });
+    Some((tick, pulses))
+}
+
+/// What the board said this period.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BoardReport {
+    pub tick: u32,
+    pub pulses: Pulses,
+    /// Safety State register and latched faults.
+    pub state: u8,
+    pub faults: u16,
+}
+
+/// A board on a serial port, in HIL mode once opened.
+pub struct HilBoard {
+    /// The bridge's own transactions (HIL registers, checks).
+    link: Link,
+    /// The same port, for the runtime's packets passed through byte for byte.
+    raw: Box<dyn SerialPort>,
+    answers: Framer,
+    port: String,
+}
+
+impl HilBoard {
+    /// Opens `port`, checks it is a clawrl board with [`SERVOS`] servos of the right model,
+    /// writes `first` (the body's sensors at rest) and enters HIL mode. Nothing moves before.
+    pub fn open(port: &str, baud: u32, first: &PlantReading) -> Result<Self> {
+        let raw = serialport::new(port, baud)
+            .timeout(Duration::from_millis(1))
+            .open()
+            .with_context(|| format!("opening the board's port {port}"))?;
+        let link = Link::from_port(raw.try_clone()?, Duration::from_millis(50));
+        let mut b = Self {
+            link,
+            raw,
+            answers: Framer::default(),
+            port: port.to_string(),
+        };
+        b.check()?;
+        b.enter(first)?;
+        Ok(b)
+    }
+
+    /// The board answers PING as a clawrl board, and so does every servo of the robot.
+    fn check(&mut self) -> Result<()> {
+        let p = self.port.clone();
+        self.raw.clear(serialport::ClearBuffer::All).ok();
+        match self.link.ping(ids::BOARD, board::MODEL_NUMBER) {
+            Ok(_) => {}
+            Err(LinkError::Timeout { .. }) => bail!(
+                "{p} is not a clawrl board: nothing answered PING at ID {} (is the firmware flashed, the baud rate right?)",
+                ids::BOARD
+            ),
+            Err(LinkError::WrongModel { got, .. }) => bail!(
+                "{p} is not a clawrl board: ID {} answered model {got}, a clawrl board is {}",
+                ids::BOARD,
+                board::MODEL_NUMBER
+            ),
+            Err(e) => bail!("{p} is not a clawrl board: {e}"),
+        }
+        let mut missing = Vec::new();
+        for i in 0..SERVOS {
+            let id = ids::servo_id(i);
+            match self.link.ping(id, servo::MODEL_NUMBER) {
+                Ok(_) => {}
+                Err(LinkError::WrongModel { got, .. }) => bail!(
+                    "the board on {p} has the wrong servo at ID {id}: model {got}, the robot's servos are model {}",
+                    servo::MODEL_NUMBER
+                ),
+                Err(_) => missing.push(id),
+            }
+        }
+        if !missing.is_empty() {
+            bail!(
+                "the board on {p} answers for {} servos, the robot has {SERVOS}: no answer from ID {missing:?}",
+                SERVOS - missing.len()
+            );
+        }
+        Ok(())
+    }
+
+    fn enter(&mut self, first: &PlantReading) -> Result<()> {
+        self.link
+            .write(ids::BOARD, board::HIL_SENSORS, &encode_sensors(first))?;
+        self.link
+            .write(ids::BOARD, board::HIL_MODE, &[1])
+            .context("entering HIL mode (the board must be idle)")?;
+        Ok(())
+    }
+
+    /// One period's exchange: sensors in, pulses and safety state out.
+    pub fn exchange(&mut self, reading: &PlantReading) -> Result<BoardReport> {
+        self.link
+            .write(ids::BOARD, board::HIL_SENSORS, &encode_sensors(reading))?;
+        let mut out = [0u8; board::HIL_OUTPUTS_LEN as usize];
+        self.link.read(ids::BOARD, board::HIL_OUTPUTS, &mut out)?;
+        let (tick, pulses) = decode_outputs(&out).context("HIL Outputs of the wrong length")?;
+        let mut st = [0u8; 3];
+        self.link.read(ids::BOARD, board::SAFETY_STATE, &mut st)?;
+        Ok(BoardReport {
+            tick,
+            pulses,
+            state: st[0],
+            faults: u16::from_le_bytes([st[1], st[2]]),
+        })
+    }
+
+    /// A board safety command from the bridge (the e-stop button wired to the board).
+    pub fn command(&mut self, cmd: u8) -> Result<()> {
+        Ok(self.link.command(cmd)?)
+    }
+
+    /// Passes one of the runtime's packets to the board and returns what came back: the
+    /// answer of a packet that has one, waited for up to [`ANSWER_WAIT`]; nothing for a
+    /// broadcast (SYNC WRITE) or a packet the line garbled.
+    pub fn pass(&mut self, unit: &Unit) -> Result<Vec<u8>> {
+        self.raw.write_all(unit.bytes())?;
+        let answered =
+            matches!(unit.header(), Some((id, _, _)) if id != clawrl_protocol::BROADCAST_ID);
+        let mut back = Vec::new();
+        let deadline = Instant::now()
+            + if answered {
+                ANSWER_WAIT
+            } else {
+                Duration::ZERO
+            };
+        let mut buf = [0u8; 256];
+        loop {
+            if let Some(u) = self.answers.next_unit() {
+                let packet = matches!(u, Unit::Packet(_));
+                back.extend_from_slice(u.bytes());
+                if packet {
+                    break;
+                }
+                continue;
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            match self.raw.read(&mut buf) {
+                Ok(n) => self.answers.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(e) => return Err(e).context("reading the board's answer"),
+            }
+        }
+        Ok(back)
+    }
+
+    /// Leaves HIL mode (the board's outputs stay off: it returns to idle).
+    pub fn leave(&mut self) -> Result<()> {
+        self.link.command(board::command::DISABLE)?;
+        Ok(self.link.write(ids::BOARD, board::HIL_MODE, &[0])?)
+    }
+}
+
+impl Drop for HilBoard {
+    fn drop(&mut self) {
+        let _ = self.leave();
+    }
+}
+
+/// The body's first reading, at rest, for [`HilBoard::open`].
+pub fn rest_reading(body: &mut impl Plant) -> PlantReading {
+    body.step(0.0, &[None; SERVOS])
+}
+
+/// Firmware limits the bridge checks outputs against (rad per servo).
+pub fn limits(firmware: &FirmwareConfig) -> Vec<[f32; 2]> {
+    firmware
+        .servos
+        .iter()
+        .map(|s| [s.min_rad, s.max_rad])
+        .collect()
+}
+
+/// The board's Safety State register as the firmware's state.
+fn safety_state(register: u8) -> SafetyState {
+    use board::state;
+    match register {
+        state::IDLE => SafetyState::Idle,
+        state::ENABLED => SafetyState::Enabled,
+        state::FAULT => SafetyState::Fault,
+        state::ESTOP => SafetyState::EStop,
+        _ => SafetyState::Boot,
+    }
+}
+
+/// Packets waiting for their release time (s since the start).
+type Queue = VecDeque<(f64, Unit)>;
+
+/// The real-board bridge's loop: the runtime's pty, the faults, the board over its port and
+/// the body, on the wall clock.
+pub(crate) struct RealLoop {
+    board: HilBoard,
+    body: MujocoBody,
+    port: Port,
+    cfg: BridgeConfig,
+    faults: Faults,
+    limits: Vec<[f32; 2]>,
+    to_board: Framer,
+    to_runtime: Framer,
+    board_queue: Queue,
+    runtime_queue: Queue,
+    events: Vec<(f64, Event)>,
+    pulses: Pulses,
+    exchanges: u64,
+    trace: Trace,
+    published: Arc<AtomicU64>,
+    start: Instant,
+}
+
+impl RealLoop {
+    pub(crate) fn new(
+        board: HilBoard,
+        body: MujocoBody,
+        port: Port,
+        firmware: &FirmwareConfig,
+        cfg: BridgeConfig,
+        published: Arc<AtomicU64>,
+    ) -> Self {
+        let mut events = cfg.events.clone();
+        events.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Self {
+            board,
+            body,
+            port,
+            faults: Faults::new(cfg.faults.clone(), cfg.fault_seed),
+            limits: limits(firmware),
+            cfg,
+            to_board: Framer::default(),
+            to_runtime: Framer::default(),
+            board_queue: Queue::new(),
+            runtime_queue: Queue::new(),
+            events,
+            pulses: [None; SERVOS],
+            exchanges: 0,
+            trace: Trace::default(),
+            published,
+            start: Instant::now(),
+        }
+    }
+
+    fn now_s(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    pub(crate) fn run(mut self, stop: &AtomicBool) -> Result<Trace> {
+        self.start = Instant::now();
+        let per_period = (self.cfg.period_us / EXCHANGE_US).max(1);
+        let exchange_s = (self.cfg.period_us / per_period) as f64 * 1e-6;
+        let mut buf = [0u8; 512];
+        while !stop.load(Ordering::Relaxed) {
+            let n = self.port.read(&mut buf);
+            self.to_board.push(&buf[..n]);
+            while let Some(mut unit) = self.to_board.next_unit() {
+                let t = self.now_s();
+                if let Some(at) = self.faults.apply(Direction::ToBoard, &mut unit, t) {
+                    self.board_queue.push_back((at, unit));
+                }
+            }
+            self.deliver_to_board()?;
+            self.deliver_to_runtime();
+            // Real time: the body catches up with the wall clock an exchange at a time.
+            while (self.exchanges + 1) as f64 * exchange_s <= self.now_s() {
+                self.exchange(exchange_s, per_period)?;
+            }
+            self.cable();
+        }
+        self.trace.wall = self.start.elapsed();
+        self.trace.faults = self.faults.counts;
+        self.trace.physics_steps = self.body.steps();
+        Ok(self.trace)
+    }
+
+    fn cable(&mut self) {
+        let out = self.faults.unplugged(self.now_s());
+        if out && self.port.plugged() {
+            self.port.unplug();
+        } else if !out && !self.port.plugged() {
+            // No pty to be had: stays out, tried again next turn.
+            let _ = self.port.plug();
+        }
+    }
+
+    fn deliver_to_board(&mut self) -> Result<()> {
+        let now = self.now_s();
+        while self.board_queue.front().is_some_and(|(at, _)| *at <= now) {
+            let (_, unit) = self.board_queue.pop_front().expect("checked");
+            let back = self.board.pass(&unit)?;
+            self.to_runtime.push(&back);
+        }
+        while let Some(mut unit) = self.to_runtime.next_unit() {
+            if let Some(at) = self.faults.apply(Direction::ToRuntime, &mut unit, now) {
+                self.runtime_queue.push_back((at, unit));
+            }
+        }
+        Ok(())
+    }
+
+    fn deliver_to_runtime(&mut self) {
+        let now = self.now_s();
+        while self.runtime_queue.front().is_some_and(|(at, _)| *at <= now) {
+            let (_, unit) = self.runtime_queue.pop_front().expect("checked");
+            self.port.write(unit.bytes());
+        }
+    }
+
+    /// One exchange: the body under the board's last pulses, its sensors to the board and
+    /// the pulses back; once a control period, events and a sample.
+    fn exchange(&mut self, exchange_s: f64, per_period: u64) -> Result<()> {
+        let reading = self.body.step(exchange_s as f32, &self.pulses);
+        let report = self.board.exchange(&reading)?;
+        self.exchanges += 1;
+        self.pulses = report.pulses;
+        for (i, p) in report.pulses.iter().enumerate() {
+            if let Some(p) = p {
+                let angle = self.body.target(i, *p) as f32;
+                let [lo, hi] = self.limits[i];
+                self.trace.outputs_checked += 1;
+                self.trace.out_of_limit += u64::from(!(angle >= lo - 1e-3 && angle <= hi + 1e-3));
+            }
+        }
+        if !self.exchanges.is_multiple_of(per_period) {
+            return Ok(());
+        }
+        self.trace.periods += 1;
+        let now = self.exchanges as f64 * exchange_s;
+        while self.events.last().is_some_and(|(at, _)| *at <= now) {
+            let (_, event) = self.events.pop().expect("checked");
+            match event {
+                Event::Push(dv) => self.body.env_mut().push_base(dv),
+                Event::EStop => self.board.command(board::command::ESTOP)?,
+            }
+        }
+        self.published
+            .store((now * 1e6).round() as u64, Ordering::Relaxed);
+        if report.faults & board::fault::WATCHDOG != 0 && self.trace.watchdog_at.is_none() {
+            self.trace.watchdog_at = Some(now);
+        }
+        let env = self.body.env();
+        let tel = clawrl_sim::Env::telemetry(env);
+        self.trace.samples.push(Sample {
+            t: now,
+            base_pos: tel.base_pos,
+            base_lin_vel: tel.base_lin_vel,
+            yaw_rate: tel.yaw_rate,
+            state: safety_state(report.state),
+            faults: report.faults,
+            driven: report.pulses.iter().filter(|p| p.is_some()).count(),
+            fallen: env.has_fallen(),
+        });
+        Ok(())
+    }
+}

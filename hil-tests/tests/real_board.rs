@@ -1,0 +1,199 @@
+//! The bridge to a real board in HIL mode (`real_board`), against the firmware itself on a
+//! pseudo-terminal as the microcontroller: the virtual board's own servo model is behind it,
+//! but in HIL mode the firmware must take its sensors from the HIL registers and drive no
+//! output, so what moves the MuJoCo body is only what came back over the serial port.
+use std::path::{Path, PathBuf};
+
+use clawrl_firmware::FirmwareConfig;
+use clawrl_firmware::hal::ServoSample;
+use clawrl_firmware::imu::ImuSample;
+use clawrl_firmware::virtual_board::{PlantReading, ServoModel, VirtualBoard};
+use clawrl_hil_tests::bridge::Clocking;
+use clawrl_hil_tests::framer::{Framer, Unit};
+use clawrl_hil_tests::real_board::{self, HilBoard};
+use clawrl_hil_tests::report;
+use clawrl_hil_tests::scenario::{self, BoardPort, Setup};
+use clawrl_protocol::table::board;
+use clawrl_protocol::{Instruction, PacketWriter};
+use clawrl_sim::quadruped::TaskConfig;
+use serialport::SerialPort;
+
+const BAUD: u32 = 1_000_000;
+
+/// One board test at a time: the walk runs in real time, and a second test beside it on two
+/// cores makes its answer timeouts fire.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every servo at `rad`, 200 mA; this gyro and accelerometer.
+fn reading(rad: impl Fn(usize) -> f32, gyro: [f32; 3], accel: [f32; 3]) -> PlantReading {
+    PlantReading {
+        servos: std::array::from_fn(|i| ServoSample {
+            position_rad: rad(i),
+            current_ma: 200.0,
+            temperature_c: 35.0,
+        }),
+        imu: Some(ImuSample {
+            gyro_rad_s: gyro,
+            accel_m_s2: accel,
+        }),
+        supply_mv: 7400,
+    }
+}
+
+fn mid(cfg: &FirmwareConfig, i: usize) -> f32 {
+    0.5 * (cfg.servos[i].min_rad + cfg.servos[i].max_rad)
+}
+
+#[test]
+fn sensors_are_encoded_in_the_registers_units() {
+    let r = reading(
+        |i| 0.1 * i as f32 - 0.5,
+        [0.25, -1.5, 3.0],
+        [0.0, 1.0, 9.81],
+    );
+    let b = real_board::encode_sensors(&r);
+    let i16_at = |k: usize| i16::from_le_bytes([b[k], b[k + 1]]);
+    assert_eq!(b.len(), board::HIL_SENSORS_LEN as usize);
+    assert_eq!(i16_at(0), -5000, "servo 1 position, 0.1 mrad");
+    assert_eq!(i16_at(2), 200, "servo 1 current, mA");
+    assert_eq!(i16_at(4 * 15), 10000, "servo 16 position");
+    let g = (board::HIL_GYRO - board::HIL_SENSORS) as usize;
+    assert_eq!(
+        [i16_at(g), i16_at(g + 2), i16_at(g + 4)],
+        [250, -1500, 3000]
+    );
+    let a = (board::HIL_ACCEL - board::HIL_SENSORS) as usize;
+    assert_eq!([i16_at(a), i16_at(a + 2), i16_at(a + 4)], [0, 100, 981]);
+    assert_eq!(u16::from_le_bytes([b[76], b[77]]), 7400);
+}
+
+#[test]
+fn outputs_decode_ticks_and_pulses_and_off_outputs() {
+    let mut d = vec![0u8; board::HIL_OUTPUTS_LEN as usize];
+    d[..4].copy_from_slice(&123_456u32.to_le_bytes());
+    d[4..6].copy_from_slice(&15_000u16.to_le_bytes());
+    d[6 + 2 * 14..8 + 2 * 14].copy_from_slice(&5_005u16.to_le_bytes());
+    let (tick, p) = real_board::decode_outputs(&d).unwrap();
+    assert_eq!(tick, 123_456);
+    assert_eq!(p[0], Some(1500.0));
+    assert_eq!(p[15], Some(500.5));
+    assert!(p[1..15].iter().all(Option::is_none));
+    assert!(real_board::decode_outputs(&d[..30]).is_none());
+}
+
+/// READ of `len` bytes at `address` on the board, through the bridge's pass-through.
+fn read_through(b: &mut HilBoard, address: u16, len: u16) -> Vec<u8> {
+    let mut buf = [0u8; 64];
+    let mut w = PacketWriter::new(&mut buf, 100, Instruction::Read);
+    w.push_u16(address).push_u16(len);
+    let n = w.finish().unwrap();
+    let back = b.pass(&Unit::Packet(buf[..n].to_vec())).unwrap();
+    let mut f = Framer::default();
+    f.push(&back);
+    match f.next_unit() {
+        // Status: header 4, id, length 2, instruction, error, then the data and the CRC.
+        Some(Unit::Packet(p)) => {
+            assert_eq!(p[8], 0, "status error");
+            p[9..p.len() - 2].to_vec()
+        }
+        other => panic!("no status packet: {other:?}"),
+    }
+}
+
+#[test]
+fn the_board_takes_the_simulators_sensors_and_drives_nothing() {
+    let _one = one_at_a_time();
+    let cfg = FirmwareConfig::claw_foot();
+    let vb = VirtualBoard::spawn_on_pty(cfg.clone(), ServoModel::new(&cfg)).unwrap();
+    // Not where the board's own servo model holds the joints.
+    let first = reading(|i| mid(&cfg, i) + 0.2, [0.0; 3], [0.0, 0.0, 9.81]);
+    let mut b = HilBoard::open(vb.path(), BAUD, &first).unwrap();
+    let mode = read_through(&mut b, board::HIL_MODE, 1);
+    assert_eq!(mode, [1], "the bridge put the board in HIL mode");
+    let gyro = [0.5, -0.25, 1.0];
+    let r = reading(|i| mid(&cfg, i) + 0.2, gyro, [0.0, 0.0, 9.81]);
+    for _ in 0..5 {
+        let rep = b.exchange(&r).unwrap();
+        assert_eq!(rep.state, board::state::IDLE);
+        assert!(rep.pulses.iter().all(Option::is_none), "idle: no pulses");
+    }
+    let g = read_through(&mut b, board::GYRO, 6);
+    let got: Vec<i16> = g
+        .chunks(2)
+        .map(|c| i16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    assert_eq!(
+        got,
+        [500, -250, 1000],
+        "the board's gyro is the simulator's (mrad/s)"
+    );
+    drop(b);
+    vb.stop();
+}
+
+#[test]
+fn a_port_with_no_board_behind_it_stops_with_one_message() {
+    let _one = one_at_a_time();
+    // A pseudo-terminal nobody serves: what a wrong /dev/ttyUSB looks like.
+    let (_master, slave) = serialport::TTYPort::pair().unwrap();
+    let path = slave.name().unwrap();
+    let cfg = FirmwareConfig::claw_foot();
+    let r = reading(|i| mid(&cfg, i), [0.0; 3], [0.0, 0.0, 9.81]);
+    let err = match HilBoard::open(&path, BAUD, &r) {
+        Ok(_) => panic!("an empty port opened as a board"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("is not a clawrl board"), "{err}");
+    assert!(err.contains(&path), "{err}");
+}
+
+/// The walking scenario with the firmware in HIL mode behind a serial port, in real time:
+/// the runtime hands over to the policy, nothing outside the limits reaches the body, and the
+/// body moves forward on the pulses the board read back.
+#[test]
+fn walk_through_a_board_in_hil_mode() {
+    let _one = one_at_a_time();
+    let cfg = FirmwareConfig::claw_foot();
+    let vb = VirtualBoard::spawn_on_pty(cfg.clone(), ServoModel::new(&cfg)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let setup = Setup {
+        bundle: repo().join("hil-tests/fixtures/student.clawrl"),
+        seed: 3,
+        clocking: Clocking::RealTime,
+        task: TaskConfig::flat().unwrap(),
+        runtime_config: repo().join("configs/runtime/robot.toml"),
+        dir: dir.path().to_path_buf(),
+        board: std::env::var("NO_BOARD").is_err().then(|| BoardPort {
+            path: vb.path().to_string(),
+            baud: BAUD,
+        }),
+    };
+    let s = scenario::by_name("walk").unwrap();
+    let o = scenario::run(&s, &setup).unwrap();
+    let checks = scenario::checks(&o);
+    let text = report::scenario_text(&o, None, &checks);
+    eprint!("{text}");
+    let t = &o.trace;
+    assert!(t.outputs_checked > 1000, "{text}");
+    assert_eq!(t.out_of_limit, 0, "{text}");
+    let policy: Vec<_> = t
+        .samples
+        .iter()
+        .filter(|p| p.t >= o.policy_from_s)
+        .collect();
+    assert!(
+        policy.iter().any(|p| p.driven == 16),
+        "the board drove all 16 outputs: {text}"
+    );
+    let moved = policy.last().unwrap().base_pos[0] - policy[0].base_pos[0];
+    assert!(moved > 0.5, "walked {moved:.2} m forward in 10 s: {text}");
+    vb.stop();
+}
