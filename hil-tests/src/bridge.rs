@@ -193,8 +193,7 @@ impl Bridge {
     /// a port that is not a board, or a board for another robot, stops here.
     pub fn spawn_real(
         dir: &Path,
-        board_port: &str,
-        baud: u32,
+        board: &crate::scenario::BoardPort,
         firmware: FirmwareConfig,
         body: impl FnOnce() -> Result<MujocoBody> + Send + 'static,
         cfg: BridgeConfig,
@@ -204,7 +203,7 @@ impl Bridge {
         let stop = Arc::new(AtomicBool::new(false));
         let now_us = Arc::new(AtomicU64::new(0));
         let (stop2, now2) = (stop.clone(), now_us.clone());
-        let board_port = board_port.to_string();
+        let (board_port, baud, exchange_us) = (board.path.clone(), board.baud, board.exchange_us);
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<Result<()>>(1);
         let thread = std::thread::Builder::new()
             .name("hil-bridge".into())
@@ -224,8 +223,16 @@ impl Bridge {
                         return Ok(Trace::default());
                     }
                 };
-                crate::real_board::RealLoop::new(board, body, port, &firmware, cfg, now2)
-                    .run(&stop2)
+                crate::real_board::RealLoop::new(
+                    board,
+                    body,
+                    port,
+                    &firmware,
+                    cfg,
+                    exchange_us,
+                    now2,
+                )
+                .run(&stop2)
             })?;
         ready_rx
             .recv()
@@ -264,6 +271,9 @@ impl Drop for Bridge {
         }
     }
 }
+
+/// Real time: how far the body moves at a time (two MuJoCo steps).
+const REAL_TIME_STEP_US: u64 = 4_000;
 
 /// Bytes waiting for their simulated release time.
 type Queue = VecDeque<(f64, Vec<u8>)>;
@@ -346,9 +356,16 @@ impl Loop {
                 }
                 Clocking::Lockstep => {}
                 Clocking::RealTime => {
+                    // In steps of a few ms, not whole periods: the runtime reads the state
+                    // shortly before its deadline (serial.read_lead_us), and a body that
+                    // moved only once a period would hand it a reading up to a period old.
                     let wall = start.elapsed().as_micros() as u64;
-                    while self.board.now_us() + self.cfg.period_us <= wall {
-                        self.period();
+                    let step = REAL_TIME_STEP_US.min(self.cfg.period_us);
+                    while self.board.now_us() + step <= wall {
+                        self.advance(step);
+                        if self.board.now_us() % self.cfg.period_us < step {
+                            self.end_period();
+                        }
                     }
                 }
             }
@@ -398,6 +415,12 @@ impl Loop {
 
     /// One control period of the board and the body, then events due and a sample.
     fn period(&mut self) {
+        self.advance(self.cfg.period_us);
+        self.end_period();
+    }
+
+    /// The board and the body for `us`, every output checked against the joint limits.
+    fn advance(&mut self, us: u64) {
         let limits: Vec<[f32; 2]> = self
             .firmware
             .servos
@@ -405,7 +428,7 @@ impl Loop {
             .map(|s| [s.min_rad, s.max_rad])
             .collect();
         let (mut checked, mut outside) = (0u64, 0u64);
-        self.board.advance(self.cfg.period_us, |o, body| {
+        self.board.advance(us, |o, body| {
             for (i, p) in o.pulses_us.iter().enumerate() {
                 if let Some(p) = p {
                     let angle = body.target(i, *p) as f32;
@@ -418,6 +441,10 @@ impl Loop {
         });
         self.trace.outputs_checked += checked;
         self.trace.out_of_limit += outside;
+    }
+
+    /// The end of a control period: events due and a sample.
+    fn end_period(&mut self) {
         self.trace.periods += 1;
         let now = self.now_s();
         while self.events.last().is_some_and(|(at, _)| *at <= now) {

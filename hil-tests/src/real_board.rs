@@ -2,10 +2,11 @@
 //! the board's own safety rules, watchdog and control tables answer the runtime, MuJoCo is the
 //! body, and the serial port between them is a real one.
 //!
-//! One thread, in real time (a board keeps its own clock), every [`EXCHANGE_US`]:
+//! One thread, in real time (a board keeps its own clock), every exchange ([`EXCHANGE_US`] by
+//! default):
 //! 1. the body steps under the pulses the board last put out (HIL Outputs);
-//! 2. its sensors go to the board (a WRITE of HIL Sensors), its pulses come back (a READ of
-//!    HIL Outputs) and its safety state (a READ of Safety State);
+//! 2. its sensors go to the board (a WRITE of HIL Sensors) and its pulses come back (a READ
+//!    of HIL Outputs); once a control period, its safety state too (a READ of Safety State);
 //! 3. between those, the runtime's packets (from its pseudo-terminal, through the scenario's
 //!    faults) go to the board whole, and the board's answers go back: the bridge never starts a
 //!    transaction of its own while one of the runtime's is waiting for its answer.
@@ -38,12 +39,13 @@ pub const SERVOS: usize = 16;
 /// 212 bytes at 1 Mbaud is 2 ms on the wire; the rest is the host's scheduling).
 const ANSWER_WAIT: Duration = Duration::from_millis(15);
 
-/// How often the body and the board exchange sensors and pulses (µs): two MuJoCo steps, as
-/// often as a 1 Mbaud line carries the three transactions (a WRITE of 78 bytes and two READs,
-/// about 1.6 ms on the wire) with room left for the runtime's own. Once per control period
-/// would hold sensors and pulses a whole period old: 20-40 ms of latency, more than the
-/// policy was trained for (domain randomisation draws 0-10 ms).
-pub const EXCHANGE_US: u64 = 4_000;
+/// How often the body and the board exchange sensors and pulses by default (µs): every MuJoCo
+/// step. Each exchange holds sensors and pulses up to this long, on top of the runtime's own
+/// latency: once per control period (20 ms) the student fell, at 4 ms it walked off where
+/// the pure simulation stands, at 2 ms it stood as the simulation does (BENCHMARKS.md). An
+/// exchange is a WRITE of 78 bytes and a READ of 36, about 1.3 ms on the wire at 1 Mbaud
+/// with their answers, so a real line at 1 Mbaud needs `--exchange-us 4000` or a faster baud.
+pub const EXCHANGE_US: u64 = 2_000;
 
 /// The HIL Sensors block (`board::HIL_SENSORS`) for one reading: positions 0.1 mrad and
 /// currents mA per servo, gyro mrad/s, accelerometer 0.01 m/s^2, supply mV. An IMU that does
@@ -83,16 +85,6 @@ pub fn decode_outputs(d: &[u8]) -> Option<(u32, Pulses)> {
         (raw != 0).then(|| f32::from(raw) / 10.0)
     });
     Some((tick, pulses))
-}
-
-/// What the board said this period.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BoardReport {
-    pub tick: u32,
-    pub pulses: Pulses,
-    /// Safety State register and latched faults.
-    pub state: u8,
-    pub faults: u16,
 }
 
 /// A board on a serial port, in HIL mode once opened.
@@ -172,21 +164,20 @@ impl HilBoard {
         Ok(())
     }
 
-    /// One period's exchange: sensors in, pulses and safety state out.
-    pub fn exchange(&mut self, reading: &PlantReading) -> Result<BoardReport> {
+    /// One exchange: sensors in, pulses out.
+    pub fn exchange(&mut self, reading: &PlantReading) -> Result<(u32, Pulses)> {
         self.link
             .write(ids::BOARD, board::HIL_SENSORS, &encode_sensors(reading))?;
         let mut out = [0u8; board::HIL_OUTPUTS_LEN as usize];
         self.link.read(ids::BOARD, board::HIL_OUTPUTS, &mut out)?;
-        let (tick, pulses) = decode_outputs(&out).context("HIL Outputs of the wrong length")?;
+        decode_outputs(&out).context("HIL Outputs of the wrong length")
+    }
+
+    /// The board's Safety State register and latched faults.
+    pub fn safety(&mut self) -> Result<(u8, u16)> {
         let mut st = [0u8; 3];
         self.link.read(ids::BOARD, board::SAFETY_STATE, &mut st)?;
-        Ok(BoardReport {
-            tick,
-            pulses,
-            state: st[0],
-            faults: u16::from_le_bytes([st[1], st[2]]),
-        })
+        Ok((st[0], u16::from_le_bytes([st[1], st[2]])))
     }
 
     /// A board safety command from the bridge (the e-stop button wired to the board).
@@ -287,6 +278,7 @@ pub(crate) struct RealLoop {
     runtime_queue: Queue,
     events: Vec<(f64, Event)>,
     pulses: Pulses,
+    exchange_us: u64,
     exchanges: u64,
     trace: Trace,
     published: Arc<AtomicU64>,
@@ -300,6 +292,7 @@ impl RealLoop {
         port: Port,
         firmware: &FirmwareConfig,
         cfg: BridgeConfig,
+        exchange_us: u64,
         published: Arc<AtomicU64>,
     ) -> Self {
         let mut events = cfg.events.clone();
@@ -317,6 +310,7 @@ impl RealLoop {
             runtime_queue: Queue::new(),
             events,
             pulses: [None; SERVOS],
+            exchange_us,
             exchanges: 0,
             trace: Trace::default(),
             published,
@@ -330,7 +324,7 @@ impl RealLoop {
 
     pub(crate) fn run(mut self, stop: &AtomicBool) -> Result<Trace> {
         self.start = Instant::now();
-        let per_period = (self.cfg.period_us / EXCHANGE_US).max(1);
+        let per_period = (self.cfg.period_us / self.exchange_us.max(1)).max(1);
         let exchange_s = (self.cfg.period_us / per_period) as f64 * 1e-6;
         let mut buf = [0u8; 512];
         while !stop.load(Ordering::Relaxed) {
@@ -393,10 +387,10 @@ impl RealLoop {
     /// the pulses back; once a control period, events and a sample.
     fn exchange(&mut self, exchange_s: f64, per_period: u64) -> Result<()> {
         let reading = self.body.step(exchange_s as f32, &self.pulses);
-        let report = self.board.exchange(&reading)?;
+        let (_, pulses) = self.board.exchange(&reading)?;
         self.exchanges += 1;
-        self.pulses = report.pulses;
-        for (i, p) in report.pulses.iter().enumerate() {
+        self.pulses = pulses;
+        for (i, p) in pulses.iter().enumerate() {
             if let Some(p) = p {
                 let angle = self.body.target(i, *p) as f32;
                 let [lo, hi] = self.limits[i];
@@ -408,6 +402,7 @@ impl RealLoop {
             return Ok(());
         }
         self.trace.periods += 1;
+        let (state, faults) = self.board.safety()?;
         let now = self.exchanges as f64 * exchange_s;
         while self.events.last().is_some_and(|(at, _)| *at <= now) {
             let (_, event) = self.events.pop().expect("checked");
@@ -418,7 +413,7 @@ impl RealLoop {
         }
         self.published
             .store((now * 1e6).round() as u64, Ordering::Relaxed);
-        if report.faults & board::fault::WATCHDOG != 0 && self.trace.watchdog_at.is_none() {
+        if faults & board::fault::WATCHDOG != 0 && self.trace.watchdog_at.is_none() {
             self.trace.watchdog_at = Some(now);
         }
         let env = self.body.env();
@@ -428,9 +423,9 @@ impl RealLoop {
             base_pos: tel.base_pos,
             base_lin_vel: tel.base_lin_vel,
             yaw_rate: tel.yaw_rate,
-            state: safety_state(report.state),
-            faults: report.faults,
-            driven: report.pulses.iter().filter(|p| p.is_some()).count(),
+            state: safety_state(state),
+            faults,
+            driven: pulses.iter().filter(|p| p.is_some()).count(),
             fallen: env.has_fallen(),
         });
         Ok(())

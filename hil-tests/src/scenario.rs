@@ -149,6 +149,8 @@ pub struct Setup {
 pub struct BoardPort {
     pub path: String,
     pub baud: u32,
+    /// How often the body and the board exchange sensors and pulses, µs.
+    pub exchange_us: u64,
 }
 
 /// What a run produced.
@@ -262,7 +264,7 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
             if setup.clocking != Clocking::RealTime {
                 anyhow::bail!("a real board keeps its own clock: it runs in real time only");
             }
-            Bridge::spawn_real(&setup.dir, &b.path, b.baud, firmware, body, bridge_cfg)?
+            Bridge::spawn_real(&setup.dir, b, firmware, body, bridge_cfg)?
         }
     };
     let cfg = runtime_config(setup, bridge.port(), s.command)?;

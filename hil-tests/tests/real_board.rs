@@ -121,9 +121,9 @@ fn the_board_takes_the_simulators_sensors_and_drives_nothing() {
     let gyro = [0.5, -0.25, 1.0];
     let r = reading(|i| mid(&cfg, i) + 0.2, gyro, [0.0, 0.0, 9.81]);
     for _ in 0..5 {
-        let rep = b.exchange(&r).unwrap();
-        assert_eq!(rep.state, board::state::IDLE);
-        assert!(rep.pulses.iter().all(Option::is_none), "idle: no pulses");
+        let (_, pulses) = b.exchange(&r).unwrap();
+        assert_eq!(b.safety().unwrap().0, board::state::IDLE);
+        assert!(pulses.iter().all(Option::is_none), "idle: no pulses");
     }
     let g = read_through(&mut b, board::GYRO, 6);
     let got: Vec<i16> = g
@@ -166,34 +166,101 @@ fn walk_through_a_board_in_hil_mode() {
     let dir = tempfile::tempdir().unwrap();
     let setup = Setup {
         bundle: repo().join("hil-tests/fixtures/student.clawrl"),
-        seed: 3,
+        // A seed the fixture walks on in the pure simulation (2.86 m in 10 s).
+        seed: 1,
         clocking: Clocking::RealTime,
         task: TaskConfig::flat().unwrap(),
         runtime_config: repo().join("configs/runtime/robot.toml"),
         dir: dir.path().to_path_buf(),
-        board: std::env::var("NO_BOARD").is_err().then(|| BoardPort {
+        board: Some(BoardPort {
             path: vb.path().to_string(),
             baud: BAUD,
+            exchange_us: real_board::EXCHANGE_US,
         }),
     };
     let s = scenario::by_name("walk").unwrap();
     let o = scenario::run(&s, &setup).unwrap();
+    let cmp = scenario::compare(&o, &setup).unwrap();
     let checks = scenario::checks(&o);
-    let text = report::scenario_text(&o, None, &checks);
+    let text = report::scenario_text(&o, Some(&cmp), &checks);
     eprint!("{text}");
     let t = &o.trace;
     assert!(t.outputs_checked > 1000, "{text}");
     assert_eq!(t.out_of_limit, 0, "{text}");
-    let policy: Vec<_> = t
-        .samples
-        .iter()
-        .filter(|p| p.t >= o.policy_from_s)
-        .collect();
+    assert!(checks.iter().all(|c| c.passed), "{text}");
+    let policy = t.samples.iter().filter(|p| p.t >= o.policy_from_s);
     assert!(
-        policy.iter().any(|p| p.driven == 16),
+        policy.clone().any(|p| p.driven == 16),
         "the board drove all 16 outputs: {text}"
     );
-    let moved = policy.last().unwrap().base_pos[0] - policy[0].base_pos[0];
-    assert!(moved > 0.5, "walked {moved:.2} m forward in 10 s: {text}");
+    // Walking, on the pulses that came back over the port: at least 30 % of the command
+    // forward, in the torso's own frame (scenario::set_off).
+    assert!(scenario::set_off(&s, &cmp.hil), "{text}");
     vb.stop();
+}
+
+/// Something on a pseudo-terminal that answers PING as `models` says (ID -> model number) and
+/// nothing else: a board for another robot. Returns its port path; it serves until the test
+/// process ends.
+fn impostor(models: Vec<(u8, u16)>) -> String {
+    use std::io::{Read, Write};
+    let (mut master, slave) = serialport::TTYPort::pair().unwrap();
+    master
+        .set_timeout(std::time::Duration::from_millis(5))
+        .unwrap();
+    let path = slave.name().unwrap();
+    std::thread::spawn(move || {
+        let _slave = slave;
+        let mut dec = clawrl_protocol::Decoder::<1024>::new();
+        let mut buf = [0u8; 256];
+        let mut out = [0u8; 64];
+        loop {
+            let n = master.read(&mut buf).unwrap_or(0);
+            for b in &buf[..n] {
+                dec.push(*b);
+            }
+            while let Some(ev) = dec.next_event() {
+                let Ok(p) = ev else { continue };
+                let model = models.iter().find(|(id, _)| *id == p.id);
+                if let (Some(Instruction::Ping), Some((id, m))) = (p.instruction(), model) {
+                    let data = [m.to_le_bytes()[0], m.to_le_bytes()[1], 1];
+                    let k = clawrl_protocol::encode_status(&mut out, *id, 0, &data).unwrap();
+                    let _ = master.write_all(&out[..k]);
+                }
+            }
+        }
+    });
+    path
+}
+
+fn open_error(path: &str) -> String {
+    let _one = one_at_a_time();
+    let cfg = FirmwareConfig::claw_foot();
+    let r = reading(|i| mid(&cfg, i), [0.0; 3], [0.0, 0.0, 9.81]);
+    match HilBoard::open(path, BAUD, &r) {
+        Ok(_) => panic!("{path} opened as the robot's board"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[test]
+fn a_board_for_another_robot_stops_with_one_message() {
+    use clawrl_protocol::table::servo;
+    // Something else at the board's ID.
+    let err = open_error(&impostor(vec![(100, 1200)]));
+    assert!(err.contains("ID 100 answered model 1200"), "{err}");
+    // The board, but only 12 servos behind it.
+    let mut twelve = vec![(100, board::MODEL_NUMBER)];
+    twelve.extend((1..=12).map(|id| (id, servo::MODEL_NUMBER)));
+    let err = open_error(&impostor(twelve));
+    assert!(
+        err.contains("answers for 12 servos, the robot has 16"),
+        "{err}"
+    );
+    assert!(err.contains("[13, 14, 15, 16]"), "{err}");
+    // All 16, one of them another model.
+    let mut wrong = vec![(100, board::MODEL_NUMBER)];
+    wrong.extend((1..=16).map(|id| (id, if id == 7 { 1020 } else { servo::MODEL_NUMBER })));
+    let err = open_error(&impostor(wrong));
+    assert!(err.contains("wrong servo at ID 7: model 1020"), "{err}");
 }

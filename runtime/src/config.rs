@@ -30,6 +30,10 @@ pub struct SerialConfig {
     pub answer_timeout_ms: u64,
     /// Between reconnection attempts after the port failed, ms.
     pub reconnect_ms: u64,
+    /// Wall clock only: the robot state is read this long before the next control deadline,
+    /// not straight after the goals, so the policy acts on a reading this old instead of a
+    /// whole period old (µs; 0 reads straight after the goals).
+    pub read_lead_us: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,6 +117,16 @@ impl Validate for RuntimeConfig {
         check_range("serial.baud", s.baud, 9_600, 4_500_000)?;
         check_range("serial.answer_timeout_ms", s.answer_timeout_ms, 1, 1000)?;
         check_range("serial.reconnect_ms", s.reconnect_ms, 1, 60_000)?;
+        let period_us = (1e6 / c.rate_hz) as u64;
+        if s.read_lead_us >= period_us {
+            return Err(KeyError::new(
+                "serial.read_lead_us",
+                format!(
+                    "{} us is not under the control period ({period_us} us at control.rate_hz)",
+                    s.read_lead_us
+                ),
+            ));
+        }
         check_range("control.rate_hz", c.rate_hz, 1.0, 1000.0)?;
         check_range("control.spin_us", c.spin_us, 0, 5000)?;
         check_range("control.realtime_priority", c.realtime_priority, 0, 99)?;

@@ -7,7 +7,8 @@
 //!   over the final DISABLE.
 //! - **serial**: for each command, PROTOCOL.md's recommended cycle (SYNC WRITE of the goals,
 //!   then one READ of the robot state), the board command if any, and the reading back to
-//!   control. When the port fails it reports the link down and reopens it every
+//!   control. On the wall clock the READ waits until `serial.read_lead_us` before the next
+//!   deadline, so the reading the policy acts on is that old, not a period old. When the port fails it reports the link down and reopens it every
 //!   `reconnect_ms`; on reopening it checks the board's model but clears nothing (a fault the
 //!   board latched while the cable was out stays latched).
 //! - **telemetry**: writes every record to the log.
@@ -240,9 +241,10 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     let (ev_tx, ev_rx) = bounded::<SerialEvent>(16);
     let telemetry = start_telemetry(cfg, &bundle, &mut summary)?;
     let serial_cfg = cfg.serial.clone();
+    let read_at = read_timing(cfg);
     let serial = std::thread::Builder::new()
         .name("serial".into())
-        .spawn(move || serial_thread(link, &serial_cfg, &cmd_rx, &ev_tx))?;
+        .spawn(move || serial_thread(link, &serial_cfg, read_at, &cmd_rx, &ev_tx))?;
 
     let (rt_prio, cpu) = (cfg.control.realtime_priority, cfg.control.cpu);
     if let Some(w) = make_realtime(rt_prio, cpu) {
@@ -379,6 +381,7 @@ fn start_telemetry(
 fn serial_thread(
     mut link: Link,
     cfg: &crate::config::SerialConfig,
+    read_at: Option<Duration>,
     commands: &Receiver<SerialCmd>,
     events: &Sender<SerialEvent>,
 ) {
@@ -405,7 +408,8 @@ fn serial_thread(
             }
         }
         let Some(cmd) = cmd else { continue };
-        match serve(&mut link, &cmd) {
+        let arrived = Instant::now();
+        match serve(&mut link, &cmd, read_at.map(|d| arrived + d)) {
             Ok(state) => {
                 let _ = events.try_send(SerialEvent::State(state));
             }
@@ -421,8 +425,27 @@ fn serial_thread(
     }
 }
 
-/// One cycle on the wire: goals, then the board command, then the reading.
-fn serve(link: &mut Link, cmd: &SerialCmd) -> Result<BoardState, LinkError> {
+/// When the serial thread reads the robot state, counted from the command's arrival (just
+/// after a control deadline): `serial.read_lead_us` before the next deadline on the wall
+/// clock. Reading straight after the goals would hand the policy, at the next deadline, a
+/// reading a whole period old: 20 ms of latency at 50 Hz on top of the wire, twice what
+/// training randomises (0-10 ms), and in HIL real time the student fell. In lockstep the
+/// body only moves at the read, so it stays straight after the goals.
+fn read_timing(cfg: &RuntimeConfig) -> Option<Duration> {
+    if cfg.control.lockstep() || cfg.serial.read_lead_us == 0 {
+        return None;
+    }
+    let period = Duration::from_secs_f64(1.0 / cfg.control.rate_hz);
+    Some(period.saturating_sub(Duration::from_micros(cfg.serial.read_lead_us)))
+}
+
+/// One cycle on the wire: goals, then the board command, then (at `read_at`, if given) the
+/// reading.
+fn serve(
+    link: &mut Link,
+    cmd: &SerialCmd,
+    read_at: Option<Instant>,
+) -> Result<BoardState, LinkError> {
     if let Some(t) = &cmd.ticks {
         link.sync_write_goals(t)?;
     }
@@ -437,6 +460,13 @@ fn serve(link: &mut Link, cmd: &SerialCmd) -> Result<BoardState, LinkError> {
         match link.command(c) {
             Ok(()) | Err(LinkError::Refused { .. }) => {}
             Err(e) => return Err(e),
+        }
+    }
+    if let Some(at) = read_at {
+        // The last command (DISABLE) is read at once: nobody waits for its reading.
+        let wait = at.saturating_duration_since(Instant::now());
+        if !matches!(cmd.board, BoardCommand::Disable) {
+            std::thread::sleep(wait);
         }
     }
     link.read_state()

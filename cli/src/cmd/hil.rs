@@ -35,6 +35,10 @@ pub struct Args {
     /// Baud rate of --board.
     #[arg(long, default_value_t = 1_000_000)]
     baud: u32,
+    /// With --board: how often (µs) the body and the board exchange sensors and pulses. An
+    /// exchange is about 1.3 ms on a 1 Mbaud line: 4000 there, the default at 3 Mbaud or more.
+    #[arg(long, default_value_t = clawrl_hil_tests::real_board::EXCHANGE_US)]
+    exchange_us: u64,
     /// Report, pictures and scratch files.
     #[arg(long, default_value = "runs/hil")]
     out: PathBuf,
@@ -81,6 +85,7 @@ pub fn run(a: Args) -> Result<()> {
             board: a.board.as_ref().map(|path| scenario::BoardPort {
                 path: path.clone(),
                 baud: a.baud,
+                exchange_us: a.exchange_us,
             }),
         };
         eprintln!("hil: {} ({}) ...", s.name, s.about);
