@@ -120,7 +120,24 @@ fn the_board_takes_the_simulators_sensors_and_drives_nothing() {
     assert_eq!(mode, [1], "the bridge put the board in HIL mode");
     let gyro = [0.5, -0.25, 1.0];
     let r = reading(|i| mid(&cfg, i) + 0.2, gyro, [0.0, 0.0, 9.81]);
-    for _ in 0..5 {
+    // The board copies the sensors into its registers on its own tick (1 ms), not when they
+    // arrive: exchange until two ticks have passed since the first write, however fast or
+    // slow the pty and the machine are.
+    let tick = |b: &mut HilBoard| {
+        u32::from_le_bytes(
+            read_through(b, board::TICK_COUNT, 4)[..4]
+                .try_into()
+                .unwrap(),
+        )
+    };
+    let (_, _) = b.exchange(&r).unwrap();
+    let written_at = tick(&mut b);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while tick(&mut b).wrapping_sub(written_at) < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the board stopped ticking"
+        );
         let (_, pulses) = b.exchange(&r).unwrap();
         assert_eq!(b.safety().unwrap().0, board::state::IDLE);
         assert!(pulses.iter().all(Option::is_none), "idle: no pulses");
