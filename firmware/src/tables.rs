@@ -5,7 +5,7 @@
 use crate::config::SafeBehaviour;
 use crate::controller::{Controller, Sensors};
 use crate::hal::ServoSample;
-use crate::imu::ImuSample;
+use crate::imu::{ImuError, ImuSample};
 use crate::safety::SafetyState;
 use clawrl_protocol::ErrorCode;
 use clawrl_protocol::table::{self, Field, LayoutError, board, servo};
@@ -343,12 +343,18 @@ impl Controller {
         let base = |a: u16| (a - board::HIL_SENSORS) as usize;
         let axes = |a: u16, scale: f32| core::array::from_fn(|k| i16_at(base(a) + 2 * k) * scale);
         let supply = base(board::HIL_SUPPLY);
-        Sensors {
-            servos,
-            imu: Ok(ImuSample {
+        let silent = i16_at(base(board::HIL_ACCEL)) == f32::from(board::HIL_IMU_SILENT);
+        let imu = if silent {
+            Err(ImuError)
+        } else {
+            Ok(ImuSample {
                 gyro_rad_s: axes(board::HIL_GYRO, 1e-3),
                 accel_m_s2: axes(board::HIL_ACCEL, 1e-2),
-            }),
+            })
+        };
+        Sensors {
+            servos,
+            imu,
             supply_mv: u16::from_le_bytes([raw[supply], raw[supply + 1]]),
         }
     }

@@ -207,6 +207,48 @@ fn a_simulator_that_goes_silent_is_a_dead_sensor() {
 }
 
 #[test]
+fn a_simulated_imu_that_does_not_answer_is_a_failed_imu() {
+    let cfg = FirmwareConfig::claw_foot();
+    let mut rig = Rig::new(cfg.clone());
+    rig.advance_ms(5);
+    let good = block(simulated(&cfg, 0.0), [0.0; 3], [0.0, 0.0, 9.81]);
+    into_hil(&mut rig, &good);
+    assert_eq!(
+        rig.write(BOARD, board::SAFETY_COMMAND, &[board::command::ENABLE]),
+        0
+    );
+    // The simulator goes on writing every 5 ms (fresh values, the servos still answer) but
+    // marks the IMU silent: the board must count failed reads, not take the marker as an
+    // acceleration of -327.68 m/s^2.
+    let mut quiet = good.clone();
+    let ax = (board::HIL_ACCEL - board::HIL_SENSORS) as usize;
+    quiet[ax..ax + 2].copy_from_slice(&board::HIL_IMU_SILENT.to_le_bytes());
+    // Returns the status of the last write (its alert bit is set once the board faults).
+    let feed = |rig: &mut Rig, b: &[u8], ms: u32| {
+        (0..ms / 5).fold(0, |_, _| {
+            rig.advance_ms(5);
+            rig.write(BOARD, board::HIL_SENSORS, b)
+        })
+    };
+    assert_eq!(feed(&mut rig, &quiet, cfg.imu_fail_ticks as u32 - 10), 0);
+    assert_eq!(
+        rig.fw.controller().state(),
+        SafetyState::Enabled,
+        "faults {:#x}",
+        rig.fw.controller().faults()
+    );
+    feed(&mut rig, &quiet, 20);
+    assert_eq!(rig.fw.controller().state(), SafetyState::Fault);
+    assert_eq!(
+        rig.fw.controller().faults() & board::fault::IMU,
+        board::fault::IMU,
+        "the IMU's fault, faults {:#x}",
+        rig.fw.controller().faults()
+    );
+    assert_eq!(rig.pulses(), [0; 16], "nothing on the board's outputs");
+}
+
+#[test]
 fn reboot_leaves_hil_mode() {
     let cfg = FirmwareConfig::claw_foot();
     let mut rig = Rig::new(cfg.clone());

@@ -53,7 +53,10 @@ pub const EXCHANGE_US: u64 = 2_000;
 pub fn encode_sensors(r: &PlantReading) -> [u8; board::HIL_SENSORS_LEN as usize] {
     let mut b = [0u8; board::HIL_SENSORS_LEN as usize];
     let mut put = |k: usize, v: f32, scale: f32| {
-        let q = (v * scale).round().clamp(i16::MIN as f32, i16::MAX as f32) as i16;
+        // Clamped short of i16::MIN, which is kept for a silent IMU.
+        let q = (v * scale)
+            .round()
+            .clamp(-f32::from(i16::MAX), f32::from(i16::MAX)) as i16;
         b[k..k + 2].copy_from_slice(&q.to_le_bytes());
     };
     for (i, s) in r.servos.iter().enumerate() {
@@ -62,11 +65,14 @@ pub fn encode_sensors(r: &PlantReading) -> [u8; board::HIL_SENSORS_LEN as usize]
     }
     let gyro = (board::HIL_GYRO - board::HIL_SENSORS) as usize;
     let accel = (board::HIL_ACCEL - board::HIL_SENSORS) as usize;
-    if let Some(imu) = &r.imu {
-        for k in 0..3 {
-            put(gyro + 2 * k, imu.gyro_rad_s[k], 1e3);
-            put(accel + 2 * k, imu.accel_m_s2[k], 1e2);
+    match &r.imu {
+        Some(imu) => {
+            for k in 0..3 {
+                put(gyro + 2 * k, imu.gyro_rad_s[k], 1e3);
+                put(accel + 2 * k, imu.accel_m_s2[k], 1e2);
+            }
         }
+        None => b[accel..accel + 2].copy_from_slice(&board::HIL_IMU_SILENT.to_le_bytes()),
     }
     let supply = (board::HIL_SUPPLY - board::HIL_SENSORS) as usize;
     b[supply..supply + 2].copy_from_slice(&r.supply_mv.to_le_bytes());

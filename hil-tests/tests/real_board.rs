@@ -73,6 +73,18 @@ fn sensors_are_encoded_in_the_registers_units() {
     let a = (board::HIL_ACCEL - board::HIL_SENSORS) as usize;
     assert_eq!([i16_at(a), i16_at(a + 2), i16_at(a + 4)], [0, 100, 981]);
     assert_eq!(u16::from_le_bytes([b[76], b[77]]), 7400);
+    // An IMU that does not answer is the silent marker, which no reading can take.
+    let mut silent = r;
+    silent.imu = None;
+    let s = real_board::encode_sensors(&silent);
+    assert_eq!(i16_at_of(&s, a), board::HIL_IMU_SILENT);
+    let wild = reading(|_| 0.0, [0.0; 3], [-1e4, 0.0, 9.81]);
+    let w = real_board::encode_sensors(&wild);
+    assert_eq!(i16_at_of(&w, a), -i16::MAX, "clamped short of the marker");
+}
+
+fn i16_at_of(b: &[u8], k: usize) -> i16 {
+    i16::from_le_bytes([b[k], b[k + 1]])
 }
 
 #[test]
@@ -151,6 +163,44 @@ fn the_board_takes_the_simulators_sensors_and_drives_nothing() {
         got,
         [500, -250, 1000],
         "the board's gyro is the simulator's (mrad/s)"
+    );
+    drop(b);
+    vb.stop();
+}
+
+#[test]
+fn a_silent_simulated_imu_trips_the_boards_imu_fault() {
+    let _one = one_at_a_time();
+    let cfg = FirmwareConfig::claw_foot();
+    let vb = VirtualBoard::spawn_on_pty(cfg.clone(), ServoModel::new(&cfg)).unwrap();
+    let good = reading(|i| mid(&cfg, i), [0.0; 3], [0.0, 0.0, 9.81]);
+    let mut b = HilBoard::open(vb.path(), BAUD, &good).unwrap();
+    b.command(board::command::ENABLE).unwrap();
+    assert_eq!(b.safety().unwrap().0, board::state::ENABLED);
+    // Fresh sensors every few ms, but the IMU silent: the board's own IMU check must trip,
+    // as it would for its real chip, within its failed-read count (100 ticks) and well
+    // before the 2 s deadline.
+    let mut quiet = good;
+    quiet.imu = None;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let (state, faults) = loop {
+        let _ = b.exchange(&quiet);
+        let (state, faults) = b.safety().unwrap();
+        if state != board::state::ENABLED || std::time::Instant::now() > deadline {
+            break (state, faults);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(4));
+    };
+    assert_eq!(state, board::state::FAULT, "faults {faults:#x}");
+    assert_eq!(
+        faults & board::fault::IMU,
+        board::fault::IMU,
+        "faults {faults:#x}"
+    );
+    let (_, pulses) = b.exchange(&good).unwrap_or_default();
+    assert!(
+        pulses.iter().all(Option::is_none),
+        "no pulses after the fault"
     );
     drop(b);
     vb.stop();

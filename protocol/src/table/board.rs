@@ -55,13 +55,17 @@ pub const SERVO_MIRROR_LEN: u16 = 16 * SERVO_MIRROR_ENTRY_LEN;
 /// HIL inputs, written whole by the simulator (only in [`HIL_MODE`]): per servo (ID order)
 /// position i16 (0.1 mrad, through the servo's calibration) and current i16 (mA); then gyro
 /// x, y, z i16 (1 mrad/s), accelerometer x, y, z i16 (0.01 m/s^2), supply u16 (mV). Servo
-/// temperature reads a nominal 35 C.
+/// temperature reads a nominal 35 C. An accelerometer x of [`HIL_IMU_SILENT`] is an IMU that
+/// did not answer (a real reading is clamped to +-32767).
 pub const HIL_SENSORS: u16 = 320;
 pub const HIL_SERVO_ENTRY_LEN: u16 = 4;
 pub const HIL_GYRO: u16 = HIL_SENSORS + 16 * HIL_SERVO_ENTRY_LEN;
 pub const HIL_ACCEL: u16 = HIL_GYRO + 6;
 pub const HIL_SUPPLY: u16 = HIL_ACCEL + 6;
 pub const HIL_SENSORS_LEN: u16 = HIL_SUPPLY + 2 - HIL_SENSORS;
+/// Accelerometer x in [`HIL_SENSORS`] for a simulated IMU that does not answer: the board
+/// reads it as a failed IMU, as it would its own silent chip.
+pub const HIL_IMU_SILENT: i16 = i16::MIN;
 /// HIL outputs: the tick count (u32) of the tick that computed them, then per servo the pulse
 /// width it would put out, u16 in 0.1 us (0 = no pulses).
 pub const HIL_OUTPUTS: u16 = 400;
