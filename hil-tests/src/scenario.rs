@@ -560,28 +560,23 @@ pub fn checks(o: &Outcome) -> Vec<Check> {
             })
         };
         push("the robot did not fall".into(), !fell);
-        // While the policy ran; what happens when the run ends is reported below.
-        let lowering = phases.iter().position(|p| *p == Phase::Lowering);
-        let running = &phases[..lowering.unwrap_or(phases.len())];
+        // While the policy ran, then the stop: the runtime halts the gait (zero command),
+        // fades back to the default pose and only then lowers, so the stop must end with no
+        // fault either (lowering straight out of a walk used to tip past the tilt limit).
+        let halting = phases.iter().position(|p| *p == Phase::Halting);
+        let (running, stop) = phases.split_at(halting.unwrap_or(phases.len()));
         let faulted = |ps: &[Phase]| {
             ps.iter()
                 .any(|p| matches!(p, Phase::Fault(_) | Phase::EStop))
         };
         push(
-            format!("no runtime fault while the policy ran ({phases:?})"),
+            format!("no runtime fault while the policy ran ({running:?})"),
             !faulted(running),
         );
-        if let Some(i) = lowering.filter(|&i| faulted(&phases[i..])) {
-            // Lowering to the rest pose straight out of a walking gait can tip the robot past
-            // the tilt limit: a finding about the runtime's stop (BENCHMARKS.md), not asserted.
-            v.push(check(
-                format!(
-                    "not asserted: the stop after the run ended in {:?} (lowering from a walking gait)",
-                    &phases[i..]
-                ),
-                true,
-            ));
-        }
+        push(
+            format!("the stop halted, faded out and lowered with no fault ({stop:?})"),
+            stop == [Phase::Halting, Phase::FadeOut, Phase::Lowering, Phase::Off],
+        );
     }
     match s.name {
         "link-loss" => {

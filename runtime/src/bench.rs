@@ -427,6 +427,7 @@ pub fn cycle(bundle: &clawrl_bundle::Bundle, iterations: usize) -> Result<CycleT
         rate_hz: 500.0,
         stand_s: 0.2,
         fade_s: 0.2,
+        halt_s: 0.5,
         lower_s: 0.5,
         max_joint_speed: 4.0,
         tilt_limit: 45f64.to_radians(),

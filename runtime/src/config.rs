@@ -61,6 +61,8 @@ pub struct ControlConfig {
 pub struct SafetySection {
     pub stand_s: f64,
     pub fade_s: f64,
+    /// On a stop from Running: the policy with a zero command, before the fade-out.
+    pub halt_s: f64,
     pub lower_s: f64,
     /// Largest goal change per second, rad/s.
     pub max_joint_speed: f64,
@@ -142,6 +144,7 @@ impl Validate for RuntimeConfig {
         }
         check_range("safety.stand_s", f.stand_s, 0.1, 30.0)?;
         check_range("safety.fade_s", f.fade_s, 0.0, 30.0)?;
+        check_range("safety.halt_s", f.halt_s, 0.0, 30.0)?;
         check_range("safety.lower_s", f.lower_s, 0.1, 30.0)?;
         check_range("safety.max_joint_speed", f.max_joint_speed, 0.1, 50.0)?;
         check_range("safety.tilt_limit_deg", f.tilt_limit_deg, 5.0, 90.0)?;
@@ -198,6 +201,7 @@ impl RuntimeConfig {
             rate_hz: self.control.rate_hz,
             stand_s: f.stand_s,
             fade_s: f.fade_s,
+            halt_s: f.halt_s,
             lower_s: f.lower_s,
             max_joint_speed: f.max_joint_speed,
             tilt_limit: f.tilt_limit_deg.to_radians(),

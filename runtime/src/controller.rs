@@ -13,7 +13,10 @@
 //!  Standing/FadeIn/Running --no fresh reading for stale_cycles--> Fault(Stale): hold
 //!  Standing/FadeIn/Running --board alert bit--> Fault(Board): the board's own safe behaviour
 //!  Standing/FadeIn/Running --tilt > tilt_limit--> EStop: E-STOP to the board (it damps), latched
-//!  any --stop (SIGINT/SIGTERM)--> Lowering (to the rest pose, lower_s) --> Off (DISABLE)
+//!  Running --stop (SIGINT/SIGTERM)--> Halting (the policy, command zero, halt_s)
+//!      --> FadeOut (policy -> default pose, fade_s) --> Lowering (to the rest pose, lower_s)
+//!      --> Off (DISABLE): the gait ends on the policy's own terms before the legs fold
+//!  Standing/FadeIn/Fault(NonFinite, Inference) --stop--> Lowering --> Off
 //!      (from Fault(Stale), Fault(Board) and EStop straight to Off: the board will not move)
 //! ```
 //!
@@ -44,8 +47,11 @@ pub struct SafetyConfig {
     pub rate_hz: f64,
     /// Interpolation from the measured pose to the default pose.
     pub stand_s: f64,
-    /// Blend from the default pose to the policy's targets.
+    /// Blend from the default pose to the policy's targets (and back, on a stop).
     pub fade_s: f64,
+    /// On a stop from Running: the policy runs on with a zero command this long, so the
+    /// robot comes to a stand before the fade-out and the lowering.
+    pub halt_s: f64,
     /// Interpolation to the rest pose before torque off.
     pub lower_s: f64,
     /// Largest change of a goal, rad/s.
@@ -88,6 +94,10 @@ pub enum Phase {
     EStop,
     Lowering,
     Off,
+    /// A stop from Running: the policy with a zero command.
+    Halting,
+    /// From the policy's targets back to the default pose, after Halting.
+    FadeOut,
 }
 
 impl Phase {
@@ -105,12 +115,25 @@ impl Phase {
             Phase::EStop => 8,
             Phase::Lowering => 9,
             Phase::Off => 10,
+            Phase::Halting => 11,
+            Phase::FadeOut => 12,
         }
     }
 
     /// Whether the runtime is commanding the servos in this phase.
     fn powered(self) -> bool {
-        matches!(self, Phase::Standing | Phase::FadeIn | Phase::Running)
+        matches!(
+            self,
+            Phase::Standing | Phase::FadeIn | Phase::Running | Phase::Halting | Phase::FadeOut
+        )
+    }
+
+    /// Whether a stop is already under way.
+    fn stopping(self) -> bool {
+        matches!(
+            self,
+            Phase::Halting | Phase::FadeOut | Phase::Lowering | Phase::Off
+        )
     }
 }
 
@@ -241,7 +264,9 @@ impl<P: Act> Controller<P> {
                 let t = self.progress(self.cfg.lower_s);
                 Some(lerp(&self.from, &REST_POSE, t))
             }
-            Phase::FadeIn | Phase::Running => self.policy_goal(out),
+            Phase::FadeIn | Phase::Running | Phase::Halting | Phase::FadeOut => {
+                self.policy_goal(out)
+            }
         };
         if let Some(g) = goal {
             out.goals = Some(self.limit(g, &mut out.limited));
@@ -254,9 +279,14 @@ impl<P: Act> Controller<P> {
     /// Phase changes at the start of a cycle, most urgent first.
     fn transitions(&mut self, input: &Input, out: &mut Output) {
         let p = self.phase;
-        if input.stop && !matches!(p, Phase::Lowering | Phase::Off) {
-            // Lower only when the board still follows goals.
-            if p.powered() || matches!(p, Phase::Fault(Fault::NonFinite | Fault::Inference)) {
+        if input.stop && !p.stopping() {
+            // Lowering straight out of a walking gait can tip the robot past the tilt limit
+            // (HIL, BENCHMARKS.md): a running policy first halts and hands back the default
+            // pose. Lower only when the board still follows goals.
+            if p == Phase::Running {
+                self.enter(Phase::Halting);
+            } else if p.powered() || matches!(p, Phase::Fault(Fault::NonFinite | Fault::Inference))
+            {
                 self.from = self.last_goal;
                 self.enter(Phase::Lowering);
             } else {
@@ -293,6 +323,13 @@ impl<P: Act> Controller<P> {
             Phase::FadeIn if self.k > self.cfg.cycles(self.cfg.fade_s) => {
                 self.enter(Phase::Running)
             }
+            Phase::Halting if self.k > self.cfg.cycles(self.cfg.halt_s) => {
+                self.enter(Phase::FadeOut)
+            }
+            Phase::FadeOut if self.k > self.cfg.cycles(self.cfg.fade_s) => {
+                self.from = self.last_goal;
+                self.enter(Phase::Lowering);
+            }
             Phase::Lowering if self.k > self.cfg.cycles(self.cfg.lower_s) => self.enter(Phase::Off),
             _ => {}
         }
@@ -316,8 +353,12 @@ impl<P: Act> Controller<P> {
     /// holds the last goal.
     fn policy_goal(&mut self, out: &mut Output) -> Option<[f64; NUM_SERVOS]> {
         let s = self.latest?;
-        self.obs
-            .build(&s.sensors, &self.last_action, self.cfg.command);
+        let command = if self.phase.stopping() {
+            [0.0; 3]
+        } else {
+            self.cfg.command
+        };
+        self.obs.build(&s.sensors, &self.last_action, command);
         let obs = self.obs.normalised();
         out.frame = *self.obs.frame();
         out.policy_ran = true;
@@ -339,12 +380,12 @@ impl<P: Act> Controller<P> {
         for (l, a) in self.last_action.iter_mut().zip(self.action) {
             *l = a.clamp(-clip, clip);
         }
-        if self.phase == Phase::FadeIn {
-            let w = self.progress(self.cfg.fade_s);
-            Some(lerp(&DEFAULT_POSE, &self.targets, w))
-        } else {
-            Some(self.targets)
-        }
+        let w = self.progress(self.cfg.fade_s);
+        Some(match self.phase {
+            Phase::FadeIn => lerp(&DEFAULT_POSE, &self.targets, w),
+            Phase::FadeOut => lerp(&self.targets, &DEFAULT_POSE, w),
+            _ => self.targets,
+        })
     }
 
     /// The rate limit against the last goal, then the joint limits; becomes the last goal.
@@ -423,6 +464,7 @@ mod tests {
             rate_hz: 50.0,
             stand_s: 0.2,
             fade_s: 0.2,
+            halt_s: 0.2,
             lower_s: 0.2,
             max_joint_speed: 5.0,
             tilt_limit: 45f64.to_radians(),
@@ -501,6 +543,97 @@ mod tests {
             }
         }
         assert!(outs.iter().any(|o| o.limited > 0), "the rate limit acted");
+    }
+
+    #[test]
+    fn a_stop_while_running_halts_fades_out_to_the_default_pose_then_lowers() {
+        use clawrl_robot::observation::offsets::COMMAND;
+        let mut c = controller(0.2, None);
+        let mut out = Output::default();
+        fresh(&mut c, &mut out, 40);
+        assert_eq!(out.phase, Phase::Running);
+        assert_ne!(
+            out.frame[COMMAND], 0.0,
+            "the configured command while running"
+        );
+        let policy_targets = out.goals.unwrap();
+        let mut outs = Vec::new();
+        for _ in 0..60 {
+            let pose = out.goals.unwrap_or(REST_POSE);
+            let input = Input {
+                state: Some(reading(pose)),
+                stop: true,
+            };
+            c.step(&input, &mut out);
+            outs.push(out);
+            if out.done {
+                break;
+            }
+        }
+        let mut phases: Vec<Phase> = outs.iter().map(|o| o.phase).collect();
+        phases.dedup();
+        assert_eq!(
+            phases,
+            [Phase::Halting, Phase::FadeOut, Phase::Lowering, Phase::Off]
+        );
+        let halting: Vec<_> = outs.iter().filter(|o| o.phase == Phase::Halting).collect();
+        // cycles(0.2 s) at 50 Hz is 10, and the phase's last cycle is the 11th.
+        assert_eq!(halting.len(), 11);
+        for o in &halting {
+            assert!(o.policy_ran, "the policy goes on running");
+            assert_eq!(
+                o.frame[COMMAND..COMMAND + 3],
+                [0.0; 3],
+                "with a zero command"
+            );
+            assert_eq!(
+                o.goals,
+                Some(policy_targets),
+                "and its targets are the goals"
+            );
+        }
+        let fade: Vec<_> = outs.iter().filter(|o| o.phase == Phase::FadeOut).collect();
+        assert_eq!(fade.len(), 11);
+        // Onto the default pose, give or take the rate limit's lag behind the blend.
+        let off = |o: &Output, pose: [f64; NUM_SERVOS]| {
+            o.goals
+                .unwrap()
+                .iter()
+                .zip(pose)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max)
+        };
+        let end = off(fade.last().unwrap(), DEFAULT_POSE);
+        assert!(
+            end < 0.01,
+            "the fade-out ends {end} rad from the default pose"
+        );
+        let lower: Vec<_> = outs.iter().filter(|o| o.phase == Phase::Lowering).collect();
+        let end = off(lower.last().unwrap(), REST_POSE);
+        assert!(end < 0.01, "the lowering ends {end} rad from the rest pose");
+        assert_eq!(out.board, BoardCommand::Disable);
+        let step = 5.0 / 50.0 + 1e-12;
+        let goals: Vec<_> = outs.iter().filter_map(|o| o.goals).collect();
+        for w in goals.windows(2) {
+            assert!(w[0].iter().zip(w[1]).all(|(a, b)| (a - b).abs() <= step));
+        }
+    }
+
+    #[test]
+    fn a_stop_before_the_policy_runs_lowers_straight_away() {
+        let mut c = controller(0.2, None);
+        let mut out = Output::default();
+        fresh(&mut c, &mut out, 5);
+        assert_eq!(out.phase, Phase::Standing);
+        let pose = out.goals.unwrap();
+        c.step(
+            &Input {
+                state: Some(reading(pose)),
+                stop: true,
+            },
+            &mut out,
+        );
+        assert_eq!(out.phase, Phase::Lowering);
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub fn run() -> Result<Vec<String>> {
         rate_hz: 50.0,
         stand_s: 0.5,
         fade_s: 0.5,
+        halt_s: 0.5,
         lower_s: 0.5,
         max_joint_speed: 4.0,
         tilt_limit: 45f64.to_radians(),

@@ -109,6 +109,8 @@ fn phase_from(code: u8) -> Option<Phase> {
         8 => Phase::EStop,
         9 => Phase::Lowering,
         10 => Phase::Off,
+        11 => Phase::Halting,
+        12 => Phase::FadeOut,
         _ => return None,
     })
 }

@@ -124,6 +124,7 @@ fn the_running_control_loop_allocates_only_in_the_forward_pass() {
         rate_hz,
         stand_s: 0.2,
         fade_s: 0.2,
+        halt_s: 0.5,
         lower_s: 0.5,
         max_joint_speed: 4.0,
         tilt_limit: 45f64.to_radians(),

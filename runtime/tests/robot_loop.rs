@@ -53,6 +53,7 @@ fn overrides(rig: &Rig) -> Vec<String> {
         "control.cpu=-1".into(),
         "safety.stand_s=0.5".into(),
         "safety.fade_s=0.5".into(),
+        "safety.halt_s=0.5".into(),
         "safety.lower_s=0.5".into(),
         format!("telemetry.dir={:?}", d.join("log").display().to_string()),
         format!("install.root={:?}", d.join("root").display().to_string()),
@@ -138,6 +139,8 @@ fn an_installed_bundle_runs_with_the_start_up_in_order_and_every_goal_inside_the
             Phase::Standing,
             Phase::FadeIn,
             Phase::Running,
+            Phase::Halting,
+            Phase::FadeOut,
             Phase::Lowering,
             Phase::Off
         ]
@@ -372,7 +375,10 @@ fn sigterm_lowers_the_robot_and_disables_the_torque_before_exit() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("Running, Lowering, Off"), "{text}");
+    assert!(
+        text.contains("Running, Halting, FadeOut, Lowering, Off"),
+        "{text}"
+    );
     let sent = rig.tap.sent();
     assert_eq!(board_commands(&sent).last(), Some(&command::DISABLE));
     let goals = goals_inside_limits(&sent);
