@@ -273,6 +273,9 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
         bundle: bundle.clone(),
         duration: Some(Duration::from_secs_f64(policy_from_s + s.seconds)),
         stop: Arc::new(AtomicBool::new(false)),
+        // A board a scenario left in e-stop stops the next one with the e-stop's message:
+        // the harness never clears an e-stop on its own.
+        clear_estop: false,
     };
     let start = Instant::now();
     let runtime_cfg = cfg.clone();

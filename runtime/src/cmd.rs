@@ -24,6 +24,11 @@ pub struct RunArgs {
     /// Override one config key, `KEY=VALUE` in TOML syntax (repeatable).
     #[arg(long = "set")]
     pub set: Vec<String>,
+    /// Clear a latched e-stop on the board at start-up. Without it a board in e-stop is
+    /// refused: an e-stop survives a restart of this program until the operator, with the
+    /// robot safe, says otherwise.
+    #[arg(long)]
+    pub clear_estop: bool,
 }
 
 pub fn run(a: &RunArgs) -> Result<String> {
@@ -40,6 +45,7 @@ pub fn run(a: &RunArgs) -> Result<String> {
         bundle,
         duration: a.seconds.map(Duration::from_secs_f64),
         stop,
+        clear_estop: a.clear_estop,
     };
     let s = crate::run::run(&cfg, &opts)?;
     Ok(format!(

@@ -7,6 +7,7 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
+use clawrl_protocol::table::board::{fault, state};
 use clawrl_protocol::table::{board, servo};
 use clawrl_protocol::units::ids;
 use clawrl_protocol::{ALERT_BIT, Decoder, Instruction, PacketWriter, Status};
@@ -31,6 +32,37 @@ pub enum LinkError {
     Refused { id: u8, error: u8 },
     #[error("device {id} answered {got} bytes, expected {expected}")]
     BadAnswer { id: u8, got: usize, expected: usize },
+    #[error(
+        "the board is in e-stop (latched faults {faults:#06x}: {}; safety state {state}); nothing was \
+         cleared or enabled. Clear it with `clawrl-runtime run --clear-estop` once the robot is safe",
+        fault_names(*faults)
+    )]
+    EStopLatched { faults: u16, state: u8 },
+}
+
+/// The latched causes of a Fault Flags value in words: "e-stop, watchdog".
+pub fn fault_names(faults: u16) -> String {
+    const NAMES: [(u16, &str); 6] = [
+        (fault::ESTOP, "e-stop"),
+        (fault::WATCHDOG, "watchdog"),
+        (fault::OVER_TEMPERATURE, "over-temperature"),
+        (fault::UNDER_VOLTAGE, "under-voltage"),
+        (fault::IMU, "IMU"),
+        (fault::FEEDBACK, "servo feedback"),
+    ];
+    let mut words: Vec<String> = NAMES
+        .iter()
+        .filter(|(bit, _)| faults & bit != 0)
+        .map(|(_, name)| (*name).to_string())
+        .collect();
+    let known = NAMES.iter().fold(0, |acc, (bit, _)| acc | bit);
+    if faults & !known != 0 {
+        words.push(format!("unknown bits {:#06x}", faults & !known));
+    }
+    if words.is_empty() {
+        words.push("none".into());
+    }
+    words.join(", ")
 }
 
 /// What the board reported at start-up.
@@ -86,7 +118,21 @@ impl Link {
     /// Start-up: the board and all 16 servos answer PING with the right model numbers; the
     /// board's latched faults are cleared and its torque is off; its watchdog and safe
     /// behaviour are set.
-    pub fn handshake(&mut self, watchdog_ms: u16, behaviour: u8) -> Result<BoardInfo, LinkError> {
+    ///
+    /// A latched e-stop is the exception: it is an operator's decision that must survive a
+    /// restart of the host, so unless `clear_estop` (the operator's explicit `--clear-estop`)
+    /// the handshake stops at [`LinkError::EStopLatched`] and writes nothing to the board.
+    /// Other latched faults are still cleared here, as before: the watchdog fault is the trace
+    /// of the host going silent (a crash, a pulled cable), which this restart ends; the sensor
+    /// faults (over-temperature, under-voltage, IMU, servo feedback) are re-checked by the
+    /// board every tick and latch again at once while their cause persists, so clearing them
+    /// cannot hide a live condition the way clearing an e-stop would.
+    pub fn handshake(
+        &mut self,
+        watchdog_ms: u16,
+        behaviour: u8,
+        clear_estop: bool,
+    ) -> Result<BoardInfo, LinkError> {
         self.port.clear(serialport::ClearBuffer::All).ok();
         // A board that is still booting gets two more chances; a wrong answer gets none.
         let mut firmware = self.ping(ids::BOARD, board::MODEL_NUMBER);
@@ -107,6 +153,12 @@ impl Link {
             state: st[0],
             faults: u16::from_le_bytes([st[1], st[2]]),
         };
+        if (info.faults & fault::ESTOP != 0 || info.state == state::ESTOP) && !clear_estop {
+            return Err(LinkError::EStopLatched {
+                faults: info.faults,
+                state: info.state,
+            });
+        }
         self.command(board::command::CLEAR)?;
         self.command(board::command::DISABLE)?;
         self.write(

@@ -182,6 +182,9 @@ pub struct RunOptions {
     pub duration: Option<Duration>,
     /// Set by the signal handlers (or a test) to stop.
     pub stop: Arc<AtomicBool>,
+    /// The operator's `--clear-estop`: clear a board latched in e-stop at start-up. Without
+    /// it such a board is refused ([`crate::link::LinkError::EStopLatched`]).
+    pub clear_estop: bool,
 }
 
 /// Loads and checks the bundle for this robot and config.
@@ -214,17 +217,29 @@ pub fn controller_for(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<ControlLoo
     ))
 }
 
-/// Opens the port and brings the board to a known state (torque off, faults cleared).
-pub fn connect(cfg: &RuntimeConfig) -> Result<Link> {
+/// Opens the port and brings the board to a known state (torque off, faults cleared). A board
+/// latched in e-stop is refused unless `clear_estop` (see [`Link::handshake`]).
+pub fn connect(cfg: &RuntimeConfig, clear_estop: bool) -> Result<Link> {
     let s = &cfg.serial;
     let mut link = Link::open(&s.port, s.baud, Duration::from_millis(s.answer_timeout_ms))?;
     let info = link
-        .handshake(cfg.safety.board_watchdog_ms, cfg.safety.behaviour_code())
+        .handshake(
+            cfg.safety.board_watchdog_ms,
+            cfg.safety.behaviour_code(),
+            clear_estop,
+        )
         .with_context(|| format!("board on {}", s.port))?;
     if info.faults != 0 {
         eprintln!(
-            "clawrl-runtime: the board had latched faults {:#06x} (state {}); cleared them at start-up",
-            info.faults, info.state
+            "clawrl-runtime: the board had latched faults {:#06x} ({}; state {}); cleared them at start-up{}",
+            info.faults,
+            crate::link::fault_names(info.faults),
+            info.state,
+            if info.faults & board::fault::ESTOP != 0 {
+                " as --clear-estop asked"
+            } else {
+                ""
+            }
         );
     }
     Ok(link)
@@ -234,7 +249,7 @@ pub fn connect(cfg: &RuntimeConfig) -> Result<Link> {
 pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     let bundle = load_bundle(cfg, &opts.bundle)?;
     let mut control = controller_for(cfg, &bundle)?;
-    let link = connect(cfg)?;
+    let link = connect(cfg, opts.clear_estop)?;
     let mut summary = Summary::default();
 
     let (cmd_tx, cmd_rx) = bounded::<SerialCmd>(2);

@@ -86,6 +86,7 @@ fn run_for(cfg: &RuntimeConfig, bundle: &Path, seconds: f64) -> anyhow::Result<S
             bundle: bundle.to_path_buf(),
             duration: Some(Duration::from_secs_f64(seconds)),
             stop: Arc::new(AtomicBool::new(false)),
+            clear_estop: false,
         },
     )
 }
@@ -391,6 +392,78 @@ fn sigterm_lowers_the_robot_and_disables_the_torque_before_exit() {
     rig.board
         .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Idle)
         .expect("torque off");
+}
+
+/// `clawrl-runtime run` on the rig for `seconds`, with `extra` arguments; waits for its end.
+fn run_binary(rig: &Rig, bundle: &Path, seconds: f64, extra: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_clawrl-runtime"));
+    cmd.arg("run")
+        .arg("--config")
+        .arg(repo().join("configs/runtime/robot.toml"))
+        .arg("--bundle")
+        .arg(bundle)
+        .arg("--seconds")
+        .arg(seconds.to_string())
+        .args(extra);
+    for o in overrides(rig) {
+        cmd.arg("--set").arg(o);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn a_latched_e_stop_survives_a_restart_until_the_operator_clears_it() {
+    let rig = rig();
+    let cfg = config(&rig);
+    let bundle = installed_bundle(&rig);
+    // The operator's e-stop (Safety Command 3), written while no runtime runs.
+    {
+        let mut link = clawrl_runtime::link::Link::open(
+            &cfg.serial.port,
+            cfg.serial.baud,
+            Duration::from_millis(200),
+        )
+        .unwrap();
+        link.command(command::ESTOP).unwrap();
+    }
+    rig.board
+        .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::EStop)
+        .expect("the board in e-stop");
+
+    // A plain restart refuses, names the latch in words and the way out, and clears nothing.
+    let out = run_binary(&rig, &bundle, 2.0, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the board is in e-stop")
+            && err.contains("0x0010")
+            && err.contains("--clear-estop"),
+        "{err}"
+    );
+    let sent = rig.tap.sent();
+    assert_eq!(board_commands(&sent), [command::ESTOP], "{sent:?}");
+    assert!(!sent.iter().any(|s| matches!(s, Sent::Goals(_))));
+    std::thread::sleep(Duration::from_millis(100));
+    let o = rig.board.observed();
+    assert_eq!(o.state, SafetyState::EStop);
+    assert_ne!(o.faults & fault::ESTOP, 0);
+    // The library says the same.
+    let e = format!("{:#}", run_for(&cfg, &bundle, 1.0).unwrap_err());
+    assert!(e.contains("the board is in e-stop"), "{e}");
+    assert_eq!(rig.board.observed().state, SafetyState::EStop);
+
+    // The operator's explicit flag clears it, and the robot runs.
+    let out = run_binary(&rig, &bundle, 2.5, &["--clear-estop"]);
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{text}{err}");
+    assert!(err.contains("cleared them at start-up"), "{err}");
+    assert!(text.contains("Running"), "{text}");
+    rig.board
+        .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Idle)
+        .expect("torque off, nothing latched");
 }
 
 /// A device on a pseudo-terminal that answers every PING with `model`.
