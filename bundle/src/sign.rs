@@ -10,14 +10,17 @@ use crate::KeyError;
 
 /// Which bundles a reader accepts.
 ///
-/// `Default` accepts unsigned bundles; a signature that is present is still verified, and
-/// with `keys` non-empty it must come from one of them.
+/// `Default` accepts unsigned bundles; a signature that is present is still verified. With
+/// `keys` non-empty a signature by one of them is required, whatever `require_signature` says:
+/// the digest does not cover the signature entry, so deleting it from a signed bundle leaves
+/// a valid unsigned one, and naming a trusted key must not let that through.
 #[derive(Debug, Clone, Default)]
 pub struct Trust {
-    /// Keys whose signatures are accepted. Empty: any key, as long as its signature is valid.
+    /// Keys whose signatures are accepted, and one of which must have signed. Empty: any key,
+    /// as long as its signature is valid.
     pub keys: Vec<VerifyingKey>,
-    /// Refuse unsigned bundles. With `keys` empty this refuses every bundle: a signature
-    /// anyone could make proves nothing.
+    /// Refuse unsigned bundles even with `keys` empty, which then refuses every bundle: a
+    /// signature anyone could make proves nothing. (Implied when `keys` is non-empty.)
     pub require_signature: bool,
 }
 
@@ -30,7 +33,7 @@ impl Trust {
         }
     }
 
-    /// Trust in the public keys of `files` (hex, as [`save_public_key`] writes them): what every
+    /// Trust in the public keys of `files` (as [`save_public_key`] writes them): what every
     /// command's `--trust KEYFILE` and the runtime's `install.trusted_keys` read.
     pub fn from_key_files<P: AsRef<Path>>(
         files: &[P],
@@ -46,6 +49,11 @@ impl Trust {
         })
     }
 
+    /// Whether an unsigned bundle is refused: asked for, or implied by any trusted key.
+    pub fn signature_required(&self) -> bool {
+        self.require_signature || !self.keys.is_empty()
+    }
+
     /// Checks an optional signature block over `digest`; returns the signer.
     pub(crate) fn verify(
         &self,
@@ -53,8 +61,16 @@ impl Trust {
         digest: &[u8; 32],
     ) -> Result<Option<VerifyingKey>, String> {
         let Some(block) = block else {
-            return if self.require_signature {
-                Err("the bundle is unsigned and a signature is required".into())
+            return if self.signature_required() {
+                Err(if self.keys.is_empty() {
+                    "the bundle is unsigned and a signature is required".into()
+                } else {
+                    format!(
+                        "the bundle is unsigned (or its signature entry was removed) and {} \
+                         trusted key(s) were named: a signature by one of them is required",
+                        self.keys.len()
+                    )
+                })
             } else {
                 Ok(None)
             };

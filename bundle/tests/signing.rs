@@ -125,15 +125,33 @@ fn an_unsigned_bundle_is_refused_when_a_signature_is_required() {
     let e = read(&path, &Trust::signed_by(vec![key.verifying_key()])).unwrap_err();
     assert_eq!(e.check, Check::Signature);
     assert!(e.detail.contains("unsigned"), "{e}");
-    // Accepted when not required.
-    read(
-        &path,
-        &Trust {
-            keys: vec![key.verifying_key()],
-            require_signature: false,
-        },
-    )
-    .unwrap();
+    // Accepted when nothing asks for a signature.
+    read(&path, &Trust::default()).unwrap();
+}
+
+#[test]
+fn a_stripped_signature_is_refused_when_a_trusted_key_is_named() {
+    let key = generate_keypair();
+    let (_dir, path) = signed(&key);
+    // The digest does not cover the signature entry: deleting it leaves a valid unsigned bundle.
+    rewrite_metadata(&path, |m| {
+        assert!(m.remove(KEY_SIGNATURE).is_some());
+    });
+    assert_eq!(read(&path, &Trust::default()).unwrap().signer, None);
+    // A trusted key named, `require_signature` left false (no --require-signature): refused.
+    let trust = Trust {
+        keys: vec![key.verifying_key()],
+        require_signature: false,
+    };
+    assert!(trust.signature_required());
+    let e = read(&path, &trust).unwrap_err();
+    assert_eq!(e.check, Check::Signature, "{e}");
+    assert!(e.detail.contains("unsigned"), "{e}");
+    // The same through key files, as `--trust K` and `install.trusted_keys` read them.
+    let pk = path.with_file_name("me.pub");
+    save_public_key(&pk, &key.verifying_key()).unwrap();
+    let trust = Trust::from_key_files(&[&pk], false).unwrap();
+    assert_eq!(read(&path, &trust).unwrap_err().check, Check::Signature);
 }
 
 #[test]

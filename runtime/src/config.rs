@@ -81,9 +81,10 @@ pub struct SafetySection {
 pub struct InstallConfig {
     /// Root of the A/B slots (`clawrl-runtime install --root`).
     pub root: PathBuf,
-    /// Public-key files (hex) whose signatures are accepted.
+    /// Public-key files whose signatures are accepted; naming any requires a signature by one
+    /// of them.
     pub trusted_keys: Vec<PathBuf>,
-    /// Refuse unsigned bundles.
+    /// Refuse unsigned bundles (implied by a non-empty `trusted_keys`).
     pub require_signature: bool,
 }
 

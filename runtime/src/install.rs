@@ -1012,11 +1012,11 @@ pub struct InstallArgs {
     /// Where the slots live.
     #[arg(long, default_value = DEFAULT_ROOT)]
     pub root: PathBuf,
-    /// A trusted public key (`clawrl keygen`); repeatable. A signature by any other key is
-    /// refused.
+    /// A trusted public key (`clawrl keygen`); repeatable. Naming one requires a signature by
+    /// one of them: an unsigned bundle, or one signed by any other key, is refused.
     #[arg(long, value_name = "KEY.pub")]
     pub trust: Vec<PathBuf>,
-    /// Refuse an unsigned bundle.
+    /// Refuse an unsigned bundle (implied by --trust).
     #[arg(long)]
     pub require_signature: bool,
 }

@@ -467,3 +467,63 @@ fn a_root_held_by_another_install_is_refused_as_busy_and_left_alone() {
     install::install(&root, &quadruped_bundle(dir.path(), 2), &t, &q).unwrap();
     assert_ne!(current_bytes(&root), before);
 }
+
+/// Deletes the signature entry from a bundle's safetensors header, leaving the rest as it was.
+fn strip_signature(path: &Path) {
+    let bytes = std::fs::read(path).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let removed = header["__metadata__"]
+        .as_object_mut()
+        .unwrap()
+        .remove(clawrl_bundle::KEY_SIGNATURE);
+    assert!(removed.is_some(), "{} was not signed", path.display());
+    let mut text = serde_json::to_vec(&header).unwrap();
+    while !text.len().is_multiple_of(8) {
+        text.push(b' ');
+    }
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&text);
+    out.extend_from_slice(&bytes[8 + n..]);
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn a_stripped_signature_is_refused_when_a_trusted_key_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = d.join("root");
+    let me = generate_keypair();
+    let me_pub = d.join("me.pub");
+    save_public_key(&me_pub, &me.verifying_key()).unwrap();
+    let stripped = signed_quadruped_bundle(d, "stripped.clawrl", 4, &me);
+    strip_signature(&stripped);
+    // Without trusted keys it is a valid unsigned bundle: the digest does not cover the
+    // signature entry.
+    clawrl_bundle::read(&stripped, &Trust::default()).unwrap();
+    // `--trust` without `--require-signature`: refused, nothing installed.
+    let e = refused(install_cmd(&root, &stripped).arg("--trust").arg(&me_pub));
+    assert!(
+        e.contains("stripped.clawrl")
+            && e.contains("signature check failed")
+            && e.contains("unsigned"),
+        "{e}"
+    );
+    assert!(install::current_bundle(&root).is_err());
+    // The runtime config's `install.trusted_keys` reads the same way when `run` loads it.
+    let mut cfg = clawrl_runtime::config::RuntimeConfig::load(
+        &common::repo().join("configs/runtime/robot.toml"),
+        &[],
+    )
+    .unwrap();
+    cfg.install.trusted_keys = vec![me_pub.clone()];
+    cfg.install.require_signature = false;
+    let e = format!(
+        "{:#}",
+        clawrl_runtime::run::load_bundle(&cfg, &stripped).unwrap_err()
+    );
+    assert!(e.contains("unsigned"), "{e}");
+    // Signed by the trusted key, it installs.
+    let mine = signed_quadruped_bundle(d, "mine.clawrl", 4, &me);
+    ok(install_cmd(&root, &mine).arg("--trust").arg(&me_pub));
+}

@@ -20,7 +20,8 @@ pub struct Args {
     #[arg(long, value_name = "DIR_OR_HOST")]
     to: String,
     /// A trusted public key on this machine (`clawrl keygen`); repeatable. The bundle is checked
-    /// against it before it leaves (and, for a directory, installed with it).
+    /// against it before it leaves (and, for a directory, installed with it); naming one
+    /// requires a signature by one of them.
     #[arg(long, value_name = "KEY.pub")]
     trust: Vec<PathBuf>,
     /// Refuse an unsigned bundle (here, and on the robot).

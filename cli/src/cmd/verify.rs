@@ -9,11 +9,11 @@ use clawrl_bundle::Trust;
 #[derive(clap::Args)]
 pub struct Args {
     bundle: PathBuf,
-    /// A trusted public key (from `clawrl keygen`); repeatable. A signature by any other key is
-    /// refused.
+    /// A trusted public key (from `clawrl keygen`); repeatable. Naming one requires a signature
+    /// by one of them: an unsigned bundle, or one signed by any other key, is refused.
     #[arg(long, value_name = "KEY.pub")]
     trust: Vec<PathBuf>,
-    /// Refuse an unsigned bundle.
+    /// Refuse an unsigned bundle (implied by --trust).
     #[arg(long)]
     require_signature: bool,
     /// Also check that the bundle was trained on this MJCF file.
