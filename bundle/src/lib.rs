@@ -35,6 +35,6 @@ pub use manifest::{
     ObservationSpec, Provenance, RobotInfo,
 };
 pub use sign::{
-    Trust, generate_keypair, hex, load_public_key, load_signing_key, save_public_key,
-    save_signing_key,
+    PUBLIC_KEY_HEADER, SECRET_KEY_HEADER, Trust, generate_keypair, hex, load_public_key,
+    load_signing_key, save_public_key, save_signing_key, secret_key_warning,
 };

@@ -134,7 +134,28 @@ fn key_error(path: &Path, detail: impl std::fmt::Display) -> KeyError {
     }
 }
 
-fn save_hex(path: &Path, bytes: &[u8], mode: u32) -> Result<(), KeyError> {
+/// First line of a secret key file.
+pub const SECRET_KEY_HEADER: &str = "clawrl ed25519 secret key";
+/// First line of a public key file.
+pub const PUBLIC_KEY_HEADER: &str = "clawrl ed25519 public key";
+
+/// What a key file says it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Secret,
+    Public,
+}
+
+impl Kind {
+    fn header(self) -> &'static str {
+        match self {
+            Kind::Secret => SECRET_KEY_HEADER,
+            Kind::Public => PUBLIC_KEY_HEADER,
+        }
+    }
+}
+
+fn save_key(path: &Path, kind: Kind, bytes: &[u8], mode: u32) -> Result<(), KeyError> {
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -143,35 +164,117 @@ fn save_hex(path: &Path, bytes: &[u8], mode: u32) -> Result<(), KeyError> {
     let _ = mode;
     let mut f = options.open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::AlreadyExists => key_error(path, "already exists; not overwritten"),
+        std::io::ErrorKind::NotFound => key_error(
+            path,
+            format!(
+                "its folder {} does not exist",
+                path.parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."))
+                    .display()
+            ),
+        ),
         _ => key_error(path, e),
     })?;
-    writeln!(f, "{}", hex(bytes))
+    writeln!(f, "{}\n{}", kind.header(), hex(bytes))
         .and_then(|()| f.sync_all())
         .map_err(|e| key_error(path, e))
 }
 
-fn load_hex<const N: usize>(path: &Path) -> Result<[u8; N], KeyError> {
+/// Reads a key file of `want`'s kind: the header line and one line of hex. A file whose
+/// header names the other kind is refused with that reason. Files without a header (one line
+/// of hex, what `clawrl keygen` wrote before the headers) are still read, except where the
+/// name says the other kind (`.pub` given as a secret, `.key` as a public key): the two
+/// headerless kinds cannot be told apart by their content.
+fn load_key<const N: usize>(path: &Path, want: Kind) -> Result<[u8; N], KeyError> {
     let text = fs::read_to_string(path).map_err(|e| key_error(path, e))?;
-    from_hex::<N>(text.trim()).map_err(|e| key_error(path, e))
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    let other = match want {
+        Kind::Secret => Kind::Public,
+        Kind::Public => Kind::Secret,
+    };
+    let refuse_other = || match want {
+        Kind::Secret => key_error(
+            path,
+            "it is a public key, not a secret key: signing needs the secret key \
+             (NAME.key from `clawrl keygen`); a key derived from public bytes proves nothing",
+        ),
+        Kind::Public => key_error(
+            path,
+            "it is a secret key, not a public key: trust the public key (NAME.pub from \
+             `clawrl keygen`) and keep the secret key off the robot",
+        ),
+    };
+    let hex_line = if first == want.header() {
+        lines.next().unwrap_or("")
+    } else if first == other.header() {
+        return Err(refuse_other());
+    } else if first.starts_with("clawrl ") {
+        return Err(key_error(
+            path,
+            "its first line names no key kind clawrl knows",
+        ));
+    } else {
+        let ext = path.extension().and_then(|e| e.to_str());
+        let named_other = match other {
+            Kind::Public => ext == Some("pub"),
+            Kind::Secret => ext == Some("key"),
+        };
+        if named_other {
+            return Err(refuse_other());
+        }
+        first
+    };
+    if lines.next().is_some() {
+        return Err(key_error(path, "more than one line of key"));
+    }
+    from_hex::<N>(hex_line).map_err(|e| key_error(path, e))
 }
 
-/// Writes the secret key as one line of hex, mode 0600. Refuses to overwrite an existing file.
+/// Writes the secret key (header line, then hex), mode 0600. Refuses to overwrite an existing
+/// file.
 pub fn save_signing_key(path: impl AsRef<Path>, key: &SigningKey) -> Result<(), KeyError> {
-    save_hex(path.as_ref(), key.as_bytes(), 0o600)
+    save_key(path.as_ref(), Kind::Secret, key.as_bytes(), 0o600)
 }
 
+/// Reads a secret key file; a public key file is refused. See [`secret_key_warning`] for its
+/// permissions.
 pub fn load_signing_key(path: impl AsRef<Path>) -> Result<SigningKey, KeyError> {
-    load_hex::<32>(path.as_ref()).map(|k| SigningKey::from_bytes(&k))
+    load_key::<32>(path.as_ref(), Kind::Secret).map(|k| SigningKey::from_bytes(&k))
 }
 
-/// Writes the public key as one line of hex. Refuses to overwrite an existing file.
+/// A warning when the secret key file at `path` can be read by its group or by others.
+pub fn secret_key_warning(path: impl AsRef<Path>) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let path = path.as_ref();
+        let mode = fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then(|| {
+            format!(
+                "the secret key {} can be read by others (mode {mode:04o}); \
+                 anyone who reads it can sign bundles your robots trust: chmod 600 it",
+                path.display()
+            )
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// Writes the public key (header line, then hex). Refuses to overwrite an existing file.
 pub fn save_public_key(path: impl AsRef<Path>, key: &VerifyingKey) -> Result<(), KeyError> {
-    save_hex(path.as_ref(), key.as_bytes(), 0o644)
+    save_key(path.as_ref(), Kind::Public, key.as_bytes(), 0o644)
 }
 
+/// Reads a public key file; a secret key file is refused.
 pub fn load_public_key(path: impl AsRef<Path>) -> Result<VerifyingKey, KeyError> {
     let path = path.as_ref();
-    let bytes = load_hex::<32>(path)?;
+    let bytes = load_key::<32>(path, Kind::Public)?;
     VerifyingKey::from_bytes(&bytes).map_err(|_| key_error(path, "not a valid Ed25519 public key"))
 }
 
