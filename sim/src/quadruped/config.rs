@@ -44,7 +44,18 @@ pub struct CommandConfig {
     pub lateral: [f64; 2],
     pub yaw_rate: [f64; 2],
     pub resample_seconds: [f64; 2],
+    /// Share of resamples that ask the robot to stand still (every axis zero).
     pub zero_probability: f64,
+    /// Each axis (forward, lateral, yaw) keeps its draw with this probability on a resample,
+    /// else it is zero, as MuJoCo Playground's Go1 joystick (b = [0.9, 0.25, 0.5]): most
+    /// commands are then "walk forward and turn a little", not all three at once. [1, 1, 1]
+    /// (every axis drawn) in configs written before the key existed.
+    #[serde(default = "all_kept")]
+    pub keep_probability: [f64; 3],
+}
+
+fn all_kept() -> [f64; 3] {
+    [1.0; 3]
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -68,6 +79,9 @@ pub struct RewardConfig {
     pub tracking_sigma: f64,
     pub base_height_target: f64,
     pub air_time_target: f64,
+    /// m of a swinging foot (sphere bottom) above the floor that `feet_clearance` aims at.
+    #[serde(default = "default_swing_height")]
+    pub swing_height_target: f64,
     pub weights: RewardWeights,
 }
 
@@ -91,7 +105,24 @@ pub struct RewardWeights {
     pub trot_contact: f64,
     #[serde(default)]
     pub claw_idle: f64,
+    /// Added with the trot teacher: older task files load with 0, as for `trot_contact`.
+    #[serde(default)]
+    pub duty_balance: f64,
+    #[serde(default)]
+    pub joint_pose: f64,
+    /// Added with the field's gait recipe (MuJoCo Playground's Go1): older task files load
+    /// with 0.
+    #[serde(default)]
+    pub feet_clearance: f64,
+    #[serde(default)]
+    pub feet_slip: f64,
+    #[serde(default)]
+    pub stand_still: f64,
     pub termination: f64,
+}
+
+fn default_swing_height() -> f64 {
+    0.05
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -114,6 +145,11 @@ pub struct RandomizationConfig {
     pub settle_seconds: f64,
     pub push_interval_seconds: [f64; 2],
     pub push_velocity: f64,
+    /// +- m/s (linear) and rad/s (angular) drawn for each of the base's six velocities at a
+    /// reset that is not settled (Playground's Go1 uses 0.5): the policy starts from motion,
+    /// as after a stumble. 0 in configs written before the key existed.
+    #[serde(default)]
+    pub init_base_velocity: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -191,6 +227,9 @@ impl Validate for TaskConfig {
         check_interval("command.yaw_rate", c.yaw_rate, -5.0, 5.0)?;
         check_interval("command.resample_seconds", c.resample_seconds, 0.02, 3600.0)?;
         check_range("command.zero_probability", c.zero_probability, 0.0, 1.0)?;
+        for (axis, p) in ["forward", "lateral", "yaw"].iter().zip(c.keep_probability) {
+            check_range(&format!("command.keep_probability ({axis})"), p, 0.0, 1.0)?;
+        }
 
         check_range(
             "terrain.slope_probability",
@@ -227,6 +266,7 @@ impl Validate for TaskConfig {
             0.5,
         )?;
         check_range("rewards.air_time_target", r.air_time_target, 0.0, 2.0)?;
+        check_range("rewards.swing_height_target", r.swing_height_target, 0.0, 0.3)?;
         for (name, w) in r.weights.named() {
             if !w.is_finite() {
                 return Err(KeyError::new(
@@ -280,6 +320,12 @@ impl Validate for TaskConfig {
             3600.0,
         )?;
         check_range("randomization.push_velocity", d.push_velocity, 0.0, 3.0)?;
+        check_range(
+            "randomization.init_base_velocity",
+            d.init_base_velocity,
+            0.0,
+            3.0,
+        )?;
 
         let n = &self.noise;
         check_interval("noise.scale", n.scale, 0.0, 10.0)?;
@@ -298,7 +344,7 @@ impl Validate for TaskConfig {
 
 impl RewardWeights {
     /// (term name, weight), in the order of [`super::reward::TERMS`].
-    pub fn named(&self) -> [(&'static str, f64); 13] {
+    pub fn named(&self) -> [(&'static str, f64); super::reward::NUM_TERMS] {
         [
             ("tracking_lin_vel", self.tracking_lin_vel),
             ("tracking_ang_vel", self.tracking_ang_vel),
@@ -312,6 +358,11 @@ impl RewardWeights {
             ("claw_use", self.claw_use),
             ("trot_contact", self.trot_contact),
             ("claw_idle", self.claw_idle),
+            ("duty_balance", self.duty_balance),
+            ("joint_pose", self.joint_pose),
+            ("feet_clearance", self.feet_clearance),
+            ("feet_slip", self.feet_slip),
+            ("stand_still", self.stand_still),
             ("termination", self.termination),
         ]
     }

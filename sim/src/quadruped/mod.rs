@@ -38,6 +38,12 @@ use reward::{NUM_TERMS, RewardInputs, TERMS};
 /// A foot touches the ground when its touch sensor reads more than this (N).
 const CONTACT_THRESHOLD: f64 = 0.5;
 const CLAW_CLOSED: f64 = 1.2;
+/// Radius of the foot sphere (`<default class="foot">` in the MJCF): its centre this high above
+/// the floor is a foot on the ground.
+const FOOT_RADIUS: f64 = 0.016;
+
+/// Per foot: height above the floor (m), speed along it (m/s).
+type FootMotion = ([f64; NUM_FEET], [f64; NUM_FEET]);
 
 /// The pristine model and everything derived from it once, shared by all environments.
 pub struct Robot {
@@ -89,6 +95,10 @@ pub struct QuadrupedEnv {
     target: [f64; NUM_SERVOS],
     air_time: [f64; NUM_FEET],
     contact: [bool; NUM_FEET],
+    /// Each foot's duty factor, averaged over the last second or so (see `reward::update_duty`).
+    duty: [f64; NUM_FEET],
+    /// Foot body positions (world) at the last control step: foot speed for clearance and slip.
+    foot_pos: [Vec3; NUM_FEET],
     term_sums: [f64; NUM_TERMS],
     /// The raw sensor readings the onboard observation was last built from (before noise).
     sensors: OnboardSensors,
@@ -148,6 +158,8 @@ impl QuadrupedEnv {
             target: [0.0; NUM_SERVOS],
             air_time: [0.0; NUM_FEET],
             contact: [false; NUM_FEET],
+            duty: [0.5; NUM_FEET],
+            foot_pos: [[0.0; 3]; NUM_FEET],
             term_sums: [0.0; NUM_TERMS],
             sensors: OnboardSensors::default(),
             onboard: [0.0; ONBOARD_DIM],
@@ -251,11 +263,12 @@ impl QuadrupedEnv {
         use rand::RngExt;
         let c = &self.cfg.command;
         let zero = self.rng.random::<f64>() < c.zero_probability;
-        let draw = [
-            uniform(&mut self.rng, c.forward),
-            uniform(&mut self.rng, c.lateral),
-            uniform(&mut self.rng, c.yaw_rate),
-        ];
+        let ranges = [c.forward, c.lateral, c.yaw_rate];
+        let draw: [f64; 3] = std::array::from_fn(|i| {
+            let v = uniform(&mut self.rng, ranges[i]);
+            let kept = self.rng.random::<f64>() < c.keep_probability[i];
+            if kept { v } else { 0.0 }
+        });
         self.command = if zero { [0.0; 3] } else { draw };
         self.next_resample = self.data.time() + uniform(&mut self.rng, c.resample_seconds);
     }
@@ -283,6 +296,24 @@ impl QuadrupedEnv {
     fn foot_forces(&self) -> [f64; NUM_FEET] {
         let s = self.data.sensordata();
         self.robot.layout.sensor_contact.map(|adr| s[adr])
+    }
+
+    fn foot_positions(&self) -> [Vec3; NUM_FEET] {
+        self.robot.layout.foot_body.map(|b| self.data.xpos()[b])
+    }
+
+    /// Each foot's lowest point above the floor, and its speed along the floor since `before`
+    /// (`dt` ago).
+    fn foot_motion(&self, now: &[Vec3; NUM_FEET], before: &[Vec3; NUM_FEET], dt: f64) -> FootMotion {
+        let n = self.params.floor_normal;
+        let height = now.map(|p| dot(p, n) - FOOT_RADIUS);
+        let speed = std::array::from_fn(|f| {
+            let d = [0, 1, 2].map(|k| now[f][k] - before[f][k]);
+            let along = dot(d, n);
+            let tangential = [0, 1, 2].map(|k| d[k] - along * n[k]);
+            dot(tangential, tangential).sqrt() / dt
+        });
+        (height, speed)
     }
 
     fn grip(&self) -> [f64; NUM_FEET] {
@@ -332,6 +363,17 @@ impl QuadrupedEnv {
         settled
     }
 
+    /// Starts the base moving on all six axes, `init_base_velocity` wide (none at 0, and no
+    /// draw either, so older configs keep their random stream).
+    fn kick_base(&mut self) {
+        let v = self.cfg.randomization.init_base_velocity;
+        if v <= 0.0 {
+            return;
+        }
+        let kick: [f64; 6] = std::array::from_fn(|_| uniform(&mut self.rng, [-v, v]));
+        self.data.qvel_mut()[..6].copy_from_slice(&kick);
+    }
+
     /// Adds a random horizontal kick to the base when a push is due.
     fn maybe_push(&mut self) {
         let d = &self.cfg.randomization;
@@ -361,6 +403,7 @@ impl QuadrupedEnv {
             self.air_time[f] = if contact { 0.0 } else { self.air_time[f] + dt };
             self.contact[f] = contact;
         }
+        reward::update_duty(&mut self.duty, &self.contact, dt);
         touchdown
     }
 }
@@ -393,6 +436,8 @@ impl Env for QuadrupedEnv {
                 self.apply_targets(&target);
                 self.data.step();
             }
+        } else {
+            self.kick_base();
         }
         self.fixed_command = false;
         self.sample_command();
@@ -400,6 +445,9 @@ impl Env for QuadrupedEnv {
         self.data.forward();
         self.air_time = [0.0; NUM_FEET];
         self.contact = self.foot_forces().map(|f| f > CONTACT_THRESHOLD);
+        // Half way: no foot starts out favoured or starved.
+        self.duty = [0.5; NUM_FEET];
+        self.foot_pos = self.foot_positions();
         self.term_sums = [0.0; NUM_TERMS];
         self.started = true;
         self.update_observation();
@@ -440,6 +488,9 @@ impl Env for QuadrupedEnv {
         let touchdown = self.update_contacts(dt);
         let terminated = self.fallen();
         let truncated = !terminated && self.steps >= self.spec.max_episode_steps;
+        let feet = self.foot_positions();
+        let (foot_height, foot_speed) = self.foot_motion(&feet, &self.foot_pos, dt);
+        self.foot_pos = feet;
         let inputs = RewardInputs {
             command: self.command,
             lin_vel: self.sensor(self.robot.layout.sensor_linvel),
@@ -453,6 +504,12 @@ impl Env for QuadrupedEnv {
             contact: self.contact,
             grip: self.grip(),
             floor_tilt: self.params.slope,
+            duty: self.duty,
+            leg_joint_pos: std::array::from_fn(|i| {
+                self.data.qpos()[self.robot.layout.servo_qpos[i]]
+            }),
+            foot_height,
+            foot_speed,
             terminated,
         };
         let rewards = &self.cfg.rewards;

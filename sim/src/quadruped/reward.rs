@@ -1,11 +1,12 @@
 //! The named reward terms. Each is a pure function of [`RewardInputs`], so its sign can be
 //! checked on a scripted case; weights come from `[rewards.weights]` in the task file.
 use super::config::{RewardConfig, RewardWeights};
-use super::layout::NUM_FEET;
+use super::layout::{NUM_FEET, NUM_LEG_SERVOS};
 use super::math::Vec3;
+use clawrl_robot::quadruped::DEFAULT_POSE;
 
 /// Term names, in the order of [`terms`] and [`RewardWeights::named`].
-pub const TERMS: [&str; 13] = [
+pub const TERMS: [&str; 18] = [
     "tracking_lin_vel",
     "tracking_ang_vel",
     "lin_vel_z",
@@ -18,6 +19,11 @@ pub const TERMS: [&str; 13] = [
     "claw_use",
     "trot_contact",
     "claw_idle",
+    "duty_balance",
+    "joint_pose",
+    "feet_clearance",
+    "feet_slip",
+    "stand_still",
     "termination",
 ];
 pub const NUM_TERMS: usize = TERMS.len();
@@ -46,7 +52,27 @@ pub struct RewardInputs<'a> {
     pub grip: [f64; NUM_FEET],
     /// Tilt of the floor from level (rad): the claws have a job only where it is tilted.
     pub floor_tilt: f64,
+    /// Each foot's share of time in contact, an exponential average over [`DUTY_WINDOW_S`].
+    pub duty: [f64; NUM_FEET],
+    /// Leg joint positions (rad), in the order of the servo layout.
+    pub leg_joint_pos: [f64; NUM_LEG_SERVOS],
+    /// Each foot's lowest point above the floor (m).
+    pub foot_height: [f64; NUM_FEET],
+    /// Each foot's speed along the floor (m/s) over the last control step.
+    pub foot_speed: [f64; NUM_FEET],
     pub terminated: bool,
+}
+
+/// Time constant (s) of the duty-factor average behind `duty_balance`: a few strides, so one
+/// swing does not swing the term, but a foot that stays down for seconds does.
+pub const DUTY_WINDOW_S: f64 = 1.0;
+
+/// One step of the duty-factor average: `duty += (contact - duty) * dt / DUTY_WINDOW_S`.
+pub fn update_duty(duty: &mut [f64; NUM_FEET], contact: &[bool; NUM_FEET], dt: f64) {
+    let k = (dt / DUTY_WINDOW_S).min(1.0);
+    for (d, c) in duty.iter_mut().zip(contact) {
+        *d += (f64::from(u8::from(*c)) - *d) * k;
+    }
 }
 
 /// Below this floor tilt the claws are idle by `claw_idle` (2 degrees: no floor the slopes task
@@ -99,6 +125,53 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
     } else {
         0.0
     };
+    // A gait that leans on some feet more than others (the three-legged gaits PPO finds first)
+    // shows as a spread of duty factors; a trot, a pace and a bound all have none.
+    let duty_balance = if moving {
+        let max = x.duty.iter().copied().fold(f64::MIN, f64::max);
+        let min = x.duty.iter().copied().fold(f64::MAX, f64::min);
+        max - min
+    } else {
+        0.0
+    };
+    // Distance from the stance the robot was designed around: keeps the legs under the body,
+    // where every foot can reach the ground, instead of splayed or tucked.
+    let joint_pose: f64 = x
+        .leg_joint_pos
+        .iter()
+        .zip(DEFAULT_POSE.iter())
+        .map(|(q, q0)| (q - q0).powi(2))
+        .sum();
+    // MuJoCo Playground's Go1 recipe (go1/joystick.py), the gait that trotted zero-shot on a
+    // real Go1 without a clock: a moving foot is drawn towards a swing height (weighted by the
+    // square root of its speed, so a foot in stance costs nothing), a foot in contact must not
+    // slide, and at zero command the legs hold the default pose. Clearance is masked at zero
+    // command as air time is: standing still must not pay for lifting feet.
+    let feet_clearance: f64 = if moving {
+        x.foot_height
+            .iter()
+            .zip(x.foot_speed)
+            .map(|(h, v)| (h - cfg.swing_height_target).abs() * v.sqrt())
+            .sum()
+    } else {
+        0.0
+    };
+    let feet_slip: f64 = x
+        .foot_speed
+        .iter()
+        .zip(x.contact)
+        .filter(|(_, c)| *c)
+        .map(|(v, _)| v * v)
+        .sum();
+    let stand_still: f64 = if moving {
+        0.0
+    } else {
+        x.leg_joint_pos
+            .iter()
+            .zip(DEFAULT_POSE.iter())
+            .map(|(q, q0)| (q - q0).abs())
+            .sum()
+    };
     [
         (-lin_err / sigma2).exp(),
         (-ang_err / sigma2).exp(),
@@ -112,6 +185,11 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
         claw,
         trot,
         claw_idle,
+        duty_balance,
+        joint_pose,
+        feet_clearance,
+        feet_slip,
+        stand_still,
         if x.terminated { 1.0 } else { 0.0 },
     ]
 }
@@ -145,6 +223,8 @@ mod tests {
             action,
             prev_action: action,
             contact: [true; NUM_FEET],
+            duty: [0.5; NUM_FEET],
+            leg_joint_pos: std::array::from_fn(|i| DEFAULT_POSE[i]),
             ..Default::default()
         }
     }
@@ -328,5 +408,135 @@ mod tests {
             ..perfect(&a)
         };
         assert_eq!(terms(&open, &c.rewards)[i], 0.0);
+    }
+
+    fn value(x: &RewardInputs, name: &str) -> f64 {
+        let i = TERMS.iter().position(|t| *t == name).unwrap();
+        terms(x, &config().rewards)[i]
+    }
+
+    #[test]
+    fn duty_balance_is_the_spread_of_duty_factors_when_moving() {
+        let a = [0.0f32; 16];
+        let even = RewardInputs {
+            duty: [0.5; 4],
+            ..perfect(&a)
+        };
+        assert_eq!(value(&even, "duty_balance"), 0.0);
+        let three_legged = RewardInputs {
+            duty: [0.7, 0.6, 0.65, 0.1],
+            ..perfect(&a)
+        };
+        assert!((value(&three_legged, "duty_balance") - 0.6).abs() < 1e-12);
+        let standing = RewardInputs {
+            command: [0.0; 3],
+            lin_vel: [0.0; 3],
+            ..three_legged.clone()
+        };
+        assert_eq!(value(&standing, "duty_balance"), 0.0, "standing still is free");
+    }
+
+    #[test]
+    fn duty_average_follows_the_contact_pattern() {
+        let mut duty = [0.5; 4];
+        // Ten seconds of FL always down, FR never, RL and RR alternating every step.
+        for k in 0..500 {
+            let alt = k % 2 == 0;
+            update_duty(&mut duty, &[true, false, alt, !alt], 0.02);
+        }
+        assert!(duty[0] > 0.99, "{duty:?}");
+        assert!(duty[1] < 0.01, "{duty:?}");
+        assert!((duty[2] - 0.5).abs() < 0.02, "{duty:?}");
+        assert!((duty[3] - 0.5).abs() < 0.02, "{duty:?}");
+    }
+
+    #[test]
+    fn joint_pose_is_the_squared_distance_from_the_default_pose() {
+        let a = [0.0f32; 16];
+        let home = perfect(&a);
+        assert_eq!(value(&home, "joint_pose"), 0.0);
+        let mut q = home.leg_joint_pos;
+        q[1] += 0.3; // FL hip pitch
+        q[11] -= 0.4; // RR knee
+        let bent = RewardInputs {
+            leg_joint_pos: q,
+            ..home.clone()
+        };
+        assert!((value(&bent, "joint_pose") - 0.25).abs() < 1e-12);
+        let mut c = config();
+        c.rewards.weights.joint_pose = -0.3;
+        assert!(term(&bent, &c, "joint_pose") < 0.0);
+    }
+
+    #[test]
+    fn feet_clearance_costs_a_dragged_foot_not_a_planted_or_lifted_one() {
+        let a = [0.0f32; 16];
+        let planted = perfect(&a);
+        assert_eq!(value(&planted, "feet_clearance"), 0.0, "a foot that does not move");
+        let target = config().rewards.swing_height_target;
+        let lifted = RewardInputs {
+            foot_height: [target, 0.0, 0.0, target],
+            foot_speed: [0.5, 0.0, 0.0, 0.5],
+            ..perfect(&a)
+        };
+        assert!(value(&lifted, "feet_clearance").abs() < 1e-12, "swinging at the target height");
+        // A foot that never lifts but shuffles along the floor: the gait the term is against.
+        let dragged = RewardInputs {
+            foot_height: [0.0; 4],
+            foot_speed: [0.25, 0.0, 0.0, 0.0],
+            ..perfect(&a)
+        };
+        assert!((value(&dragged, "feet_clearance") - target * 0.5).abs() < 1e-12);
+        assert!(term(&dragged, &config(), "feet_clearance") < 0.0);
+        let standing = RewardInputs {
+            command: [0.0; 3],
+            lin_vel: [0.0; 3],
+            ..dragged.clone()
+        };
+        assert_eq!(value(&standing, "feet_clearance"), 0.0, "masked at zero command");
+    }
+
+    #[test]
+    fn feet_slip_is_the_squared_speed_of_feet_in_contact() {
+        let a = [0.0f32; 16];
+        let slipping = RewardInputs {
+            contact: [true, false, true, true],
+            foot_speed: [0.2, 1.0, 0.0, 0.0],
+            ..perfect(&a)
+        };
+        // FR is in the air: its speed is a swing, not a slip.
+        assert!((value(&slipping, "feet_slip") - 0.04).abs() < 1e-12);
+        assert!(term(&slipping, &config(), "feet_slip") < 0.0);
+        let standing = RewardInputs {
+            command: [0.0; 3],
+            ..slipping.clone()
+        };
+        assert!((value(&standing, "feet_slip") - 0.04).abs() < 1e-12, "not masked");
+    }
+
+    #[test]
+    fn stand_still_costs_leaving_the_pose_only_at_zero_command() {
+        let a = [0.0f32; 16];
+        let mut q = perfect(&a).leg_joint_pos;
+        q[2] += 0.2;
+        q[7] -= 0.1;
+        let stand = RewardInputs {
+            command: [0.0; 3],
+            lin_vel: [0.0; 3],
+            leg_joint_pos: q,
+            ..perfect(&a)
+        };
+        assert!((value(&stand, "stand_still") - 0.3).abs() < 1e-12);
+        assert!(term(&stand, &config(), "stand_still") < 0.0);
+        let home = RewardInputs {
+            leg_joint_pos: perfect(&a).leg_joint_pos,
+            ..stand.clone()
+        };
+        assert_eq!(value(&home, "stand_still"), 0.0);
+        let walking = RewardInputs {
+            command: [0.3, 0.0, 0.0],
+            ..stand.clone()
+        };
+        assert_eq!(value(&walking, "stand_still"), 0.0, "free when told to move");
     }
 }
