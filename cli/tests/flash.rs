@@ -97,3 +97,33 @@ fn flash_refuses_a_bad_bundle_or_target_with_one_clear_line_and_touches_nothing(
     assert_eq!(install::status(&root).unwrap().previous, None);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_bundle_without_its_signature_is_refused_by_verify_and_flash_when_a_key_is_trusted() {
+    let dir = tmp("flash-stripped");
+    let root = dir.join("robot");
+    std::fs::create_dir_all(&root).unwrap();
+    ok(clawrl(&["keygen", "--out"]).arg(dir.join("me")));
+    let pk = dir.join("me.pub");
+    // What a signed bundle is once its signature entry is deleted: the digest does not cover
+    // the entry, so it is the same bundle unsigned.
+    let stripped = bundles::quadruped_bundle(&dir, 1);
+    ok(clawrl(&["verify"]).arg(&stripped));
+    let err = fails(clawrl(&["verify", "--trust"]).arg(&pk).arg(&stripped));
+    assert!(
+        err.contains("signature check failed") && err.contains("unsigned"),
+        "{err}"
+    );
+    let err = fails(
+        clawrl(&["flash", "--trust"])
+            .arg(&pk)
+            .arg(&stripped)
+            .arg("--to")
+            .arg(&root),
+    );
+    assert!(
+        err.contains("signature check failed") && err.contains("unsigned"),
+        "{err}"
+    );
+    assert!(install::current_bundle(&root).is_err());
+}

@@ -42,6 +42,9 @@ pub fn run(a: Args) -> Result<()> {
         .as_ref()
         .map(clawrl_bundle::load_signing_key)
         .transpose()?;
+    if let Some(w) = a.sign.as_ref().and_then(clawrl_bundle::secret_key_warning) {
+        eprintln!("warning: {w}");
+    }
     let src = clawrl_trainer::eval::load_source(&a.policy)?;
     let e = export(
         &src,

@@ -19,6 +19,14 @@ pub fn run(a: Args) -> Result<()> {
         "{} exists: refusing to overwrite a key",
         public.display()
     );
+    // `--out keys/robot` on a fresh machine: make the folder rather than fail on it.
+    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("creating the key folder {}: {e}", dir.display()))?;
+        eprintln!("created the folder {}", dir.display());
+    }
     let key = clawrl_bundle::generate_keypair();
     clawrl_bundle::save_signing_key(&secret, &key)?;
     clawrl_bundle::save_public_key(&public, &key.verifying_key())?;
