@@ -84,6 +84,19 @@ fn the_digest_ignores_the_order_tensors_are_given_in_but_not_their_content() {
 }
 
 #[test]
+fn the_digest_tells_apart_fields_whose_concatenation_is_the_same() {
+    // ("ab", "c") and ("a", "bc"): one byte stream without the length prefixes (issue 27
+    // item 17).
+    assert_ne!(digest("ab", "c", &[]), digest("a", "bc", &[]));
+    // The same across the manifest and the first tensor's name.
+    let t = |name: &str| vec![Tensor::new(name, vec![1], vec![1.0])];
+    assert_ne!(
+        digest(FORMAT, "{}ab", &t("c")),
+        digest(FORMAT, "{}a", &t("bc"))
+    );
+}
+
+#[test]
 fn check_robot_refuses_another_model_or_mjcf_and_prints_both() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("q.clawrl");
