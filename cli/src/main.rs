@@ -39,6 +39,14 @@ enum Command {
 }
 
 fn main() {
+    // `clawrl ... | head -1`: once the reader has gone, the next print ends the program quietly,
+    // as it does any Unix tool, instead of a panic in `println!` with a backtrace (Rust ignores
+    // SIGPIPE by default). Sockets are not affected: std sends with MSG_NOSIGNAL.
+    #[cfg(unix)]
+    // SAFETY: the first thing in main, before any other thread exists; SIG_DFL is valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
