@@ -532,10 +532,17 @@ fn command_axes_are_zeroed_with_their_own_probabilities() {
     for (axis, keep) in [0.9, 0.25, 0.5].into_iter().enumerate() {
         let expected = 0.1 + 0.9 * (1.0 - keep);
         let got = share(zero_axis[axis]);
-        assert!((got - expected).abs() < 0.03, "axis {axis}: {got} against {expected}");
+        assert!(
+            (got - expected).abs() < 0.03,
+            "axis {axis}: {got} against {expected}"
+        );
     }
     let expected = 0.1 + 0.9 * 0.1 * 0.75 * 0.5;
-    assert!((share(all_zero) - expected).abs() < 0.03, "{} against {expected}", share(all_zero));
+    assert!(
+        (share(all_zero) - expected).abs() < 0.03,
+        "{} against {expected}",
+        share(all_zero)
+    );
 }
 
 /// An unsettled start begins with the base moving (`init_base_velocity`), a settled one at rest.
@@ -546,12 +553,21 @@ fn unsettled_resets_start_the_base_moving() {
         (0..20)
             .map(|seed| {
                 env.reset_in_place(seed);
-                env.data().qvel()[..6].iter().map(|v| v.abs()).fold(0.0, f64::max)
+                env.data().qvel()[..6]
+                    .iter()
+                    .map(|v| v.abs())
+                    .fold(0.0, f64::max)
             })
             .fold(0.0, f64::max)
     };
-    let moving = &["randomization.settled_start_probability=0.0", "randomization.init_base_velocity=0.5"];
+    let moving = &[
+        "randomization.settled_start_probability=0.0",
+        "randomization.init_base_velocity=0.5",
+    ];
     assert!(speed(&task("quadruped_flat.toml", moving)) > 0.3);
-    let settled = &["randomization.settled_start_probability=1.0", "randomization.init_base_velocity=0.5"];
+    let settled = &[
+        "randomization.settled_start_probability=1.0",
+        "randomization.init_base_velocity=0.5",
+    ];
     assert!(speed(&task("quadruped_flat.toml", settled)) < 0.1);
 }

@@ -118,6 +118,8 @@ pub struct RewardWeights {
     pub feet_slip: f64,
     #[serde(default)]
     pub stand_still: f64,
+    #[serde(default)]
+    pub stand_still_feet: f64,
     pub termination: f64,
 }
 
@@ -266,7 +268,12 @@ impl Validate for TaskConfig {
             0.5,
         )?;
         check_range("rewards.air_time_target", r.air_time_target, 0.0, 2.0)?;
-        check_range("rewards.swing_height_target", r.swing_height_target, 0.0, 0.3)?;
+        check_range(
+            "rewards.swing_height_target",
+            r.swing_height_target,
+            0.0,
+            0.3,
+        )?;
         for (name, w) in r.weights.named() {
             if !w.is_finite() {
                 return Err(KeyError::new(
@@ -363,6 +370,7 @@ impl RewardWeights {
             ("feet_clearance", self.feet_clearance),
             ("feet_slip", self.feet_slip),
             ("stand_still", self.stand_still),
+            ("stand_still_feet", self.stand_still_feet),
             ("termination", self.termination),
         ]
     }

@@ -304,7 +304,12 @@ impl QuadrupedEnv {
 
     /// Each foot's lowest point above the floor, and its speed along the floor since `before`
     /// (`dt` ago).
-    fn foot_motion(&self, now: &[Vec3; NUM_FEET], before: &[Vec3; NUM_FEET], dt: f64) -> FootMotion {
+    fn foot_motion(
+        &self,
+        now: &[Vec3; NUM_FEET],
+        before: &[Vec3; NUM_FEET],
+        dt: f64,
+    ) -> FootMotion {
         let n = self.params.floor_normal;
         let height = now.map(|p| dot(p, n) - FOOT_RADIUS);
         let speed = std::array::from_fn(|f| {

@@ -6,7 +6,7 @@ use super::math::Vec3;
 use clawrl_robot::quadruped::DEFAULT_POSE;
 
 /// Term names, in the order of [`terms`] and [`RewardWeights::named`].
-pub const TERMS: [&str; 18] = [
+pub const TERMS: [&str; 19] = [
     "tracking_lin_vel",
     "tracking_ang_vel",
     "lin_vel_z",
@@ -24,6 +24,7 @@ pub const TERMS: [&str; 18] = [
     "feet_clearance",
     "feet_slip",
     "stand_still",
+    "stand_still_feet",
     "termination",
 ];
 pub const NUM_TERMS: usize = TERMS.len();
@@ -172,6 +173,14 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
             .map(|(q, q0)| (q - q0).abs())
             .sum()
     };
+    // The pose term alone leaves a robot that trots in place at zero command (seen at 7 steps
+    // per foot per second, BENCHMARKS.md; users of Playground and walk-these-ways report the
+    // same): at zero command every foot off the ground costs as well.
+    let stand_still_feet = if moving {
+        0.0
+    } else {
+        x.contact.iter().filter(|c| !**c).count() as f64
+    };
     [
         (-lin_err / sigma2).exp(),
         (-ang_err / sigma2).exp(),
@@ -190,6 +199,7 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
         feet_clearance,
         feet_slip,
         stand_still,
+        stand_still_feet,
         if x.terminated { 1.0 } else { 0.0 },
     ]
 }
@@ -433,7 +443,11 @@ mod tests {
             lin_vel: [0.0; 3],
             ..three_legged.clone()
         };
-        assert_eq!(value(&standing, "duty_balance"), 0.0, "standing still is free");
+        assert_eq!(
+            value(&standing, "duty_balance"),
+            0.0,
+            "standing still is free"
+        );
     }
 
     #[test]
@@ -472,14 +486,21 @@ mod tests {
     fn feet_clearance_costs_a_dragged_foot_not_a_planted_or_lifted_one() {
         let a = [0.0f32; 16];
         let planted = perfect(&a);
-        assert_eq!(value(&planted, "feet_clearance"), 0.0, "a foot that does not move");
+        assert_eq!(
+            value(&planted, "feet_clearance"),
+            0.0,
+            "a foot that does not move"
+        );
         let target = config().rewards.swing_height_target;
         let lifted = RewardInputs {
             foot_height: [target, 0.0, 0.0, target],
             foot_speed: [0.5, 0.0, 0.0, 0.5],
             ..perfect(&a)
         };
-        assert!(value(&lifted, "feet_clearance").abs() < 1e-12, "swinging at the target height");
+        assert!(
+            value(&lifted, "feet_clearance").abs() < 1e-12,
+            "swinging at the target height"
+        );
         // A foot that never lifts but shuffles along the floor: the gait the term is against.
         let dragged = RewardInputs {
             foot_height: [0.0; 4],
@@ -493,7 +514,11 @@ mod tests {
             lin_vel: [0.0; 3],
             ..dragged.clone()
         };
-        assert_eq!(value(&standing, "feet_clearance"), 0.0, "masked at zero command");
+        assert_eq!(
+            value(&standing, "feet_clearance"),
+            0.0,
+            "masked at zero command"
+        );
     }
 
     #[test]
@@ -511,7 +536,10 @@ mod tests {
             command: [0.0; 3],
             ..slipping.clone()
         };
-        assert!((value(&standing, "feet_slip") - 0.04).abs() < 1e-12, "not masked");
+        assert!(
+            (value(&standing, "feet_slip") - 0.04).abs() < 1e-12,
+            "not masked"
+        );
     }
 
     #[test]
@@ -537,6 +565,39 @@ mod tests {
             command: [0.3, 0.0, 0.0],
             ..stand.clone()
         };
-        assert_eq!(value(&walking, "stand_still"), 0.0, "free when told to move");
+        assert_eq!(
+            value(&walking, "stand_still"),
+            0.0,
+            "free when told to move"
+        );
+    }
+
+    #[test]
+    fn stand_still_feet_counts_lifted_feet_only_at_zero_command() {
+        let a = [0.0f32; 16];
+        let stepping = RewardInputs {
+            command: [0.0; 3],
+            lin_vel: [0.0; 3],
+            contact: [true, false, false, true],
+            ..perfect(&a)
+        };
+        assert_eq!(value(&stepping, "stand_still_feet"), 2.0);
+        let mut c = config();
+        c.rewards.weights.stand_still_feet = -0.5;
+        assert!(term(&stepping, &c, "stand_still_feet") < 0.0);
+        let planted = RewardInputs {
+            contact: [true; 4],
+            ..stepping.clone()
+        };
+        assert_eq!(value(&planted, "stand_still_feet"), 0.0);
+        let walking = RewardInputs {
+            command: [0.3, 0.0, 0.0],
+            ..stepping.clone()
+        };
+        assert_eq!(
+            value(&walking, "stand_still_feet"),
+            0.0,
+            "free when told to move"
+        );
     }
 }
