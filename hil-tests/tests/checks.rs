@@ -1,0 +1,460 @@
+//! The HIL pass conditions seen to fail: every condition of `scenario::checks` (and the gap
+//! over seeds, `scenario::gap_checks`) on a doctored outcome, built by hand, no simulation.
+//! Each test first shows that the undoctored outcome passes every check, then alters one thing
+//! and asserts that the one condition about it fails (and the others still pass).
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clawrl_firmware::SafetyState;
+use clawrl_hil_tests::bridge::{Sample, Trace};
+use clawrl_hil_tests::faults::FaultCounts;
+use clawrl_hil_tests::reference::Walk;
+use clawrl_hil_tests::scenario::{self, Check, Comparison, Outcome};
+use clawrl_runtime::controller::{Fault, Phase};
+use clawrl_runtime::run::Summary;
+
+/// Simulated time the policy takes over in the doctored outcomes, s.
+const POLICY_FROM_S: f64 = 3.0;
+/// Control period of the doctored traces, s.
+const PERIOD_S: f64 = 0.02;
+
+/// A run of scenario `name` that passes every one of its checks. `dir` holds the bundle files
+/// the bad-install scenario compares.
+fn good(name: &str, dir: &std::path::Path) -> Outcome {
+    let s = scenario::by_name(name).unwrap();
+    let end = POLICY_FROM_S + s.seconds + 2.0;
+    let pressed = match s.name {
+        "estop" => Some(POLICY_FROM_S + s.events[0].0),
+        _ => None,
+    };
+    let samples: Vec<Sample> = (0..)
+        .map(|i| i as f64 * PERIOD_S)
+        .take_while(|t| *t <= end)
+        .map(|t| Sample {
+            t,
+            base_pos: [0.0, 0.0, 0.3],
+            base_lin_vel: [0.0; 3],
+            yaw_rate: 0.0,
+            state: match pressed {
+                Some(p) if t >= p => SafetyState::EStop,
+                _ => SafetyState::Enabled,
+            },
+            faults: 0,
+            driven: 12,
+            fallen: false,
+        })
+        .collect();
+    let trace = Trace {
+        samples,
+        out_of_limit: 0,
+        outputs_checked: 12_000,
+        faults: FaultCounts {
+            packets: 1000,
+            dropped: 10,
+            bytes_corrupted: 20,
+            held: 3,
+            replaced: 0,
+        },
+        periods: 1000,
+        free_run_periods: 0,
+        watchdog_at: match s.name {
+            "link-loss" => Some(POLICY_FROM_S + s.faults[0].from_s + 0.1),
+            _ => None,
+        },
+        wall: Duration::from_secs(1),
+        physics_steps: 5000,
+    };
+    let start = [
+        Phase::TorqueOff,
+        Phase::Standing,
+        Phase::FadeIn,
+        Phase::Running,
+    ];
+    let rest: &[Phase] = match s.name {
+        "link-loss" | "noisy-link-1pct" => &[Phase::Fault(Fault::Stale), Phase::Lowering],
+        "estop" => &[Phase::Fault(Fault::Board), Phase::Lowering],
+        _ => &[Phase::Halting, Phase::FadeOut, Phase::Lowering],
+    };
+    let phases: Vec<Phase> = start
+        .iter()
+        .chain(rest)
+        .chain(&[Phase::Off])
+        .copied()
+        .collect();
+    let summary = Summary {
+        cycles: 1000,
+        final_phase: phases.last().copied(),
+        phases,
+        link_downs: u64::from(s.name == "link-loss"),
+        ..Summary::default()
+    };
+    let installed = dir.join("installed.clawrl");
+    let current = dir.join("current.clawrl");
+    std::fs::write(&installed, b"the good bundle").unwrap();
+    std::fs::write(&current, b"the good bundle").unwrap();
+    Outcome {
+        install: (s.name == "bad-install").then(|| Err("refused: digest mismatch".to_string())),
+        scenario: s,
+        summary,
+        trace,
+        policy_from_s: POLICY_FROM_S,
+        wall: Duration::from_secs(1),
+        current_bundle: Some(current),
+        bundle_installed: installed,
+    }
+}
+
+fn show(checks: &[Check]) -> String {
+    checks
+        .iter()
+        .map(|c| format!("[{}] {}\n", if c.passed { "ok" } else { "FAILED" }, c.what))
+        .collect()
+}
+
+/// The undoctored outcome passes; `doctor` then makes exactly the check whose text starts
+/// with `which` fail.
+fn fails(name: &str, which: &str, doctor: impl FnOnce(&mut Outcome)) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = good(name, dir.path());
+    let before = scenario::checks(&o);
+    assert!(
+        before.iter().all(|c| c.passed),
+        "{name}: the undoctored outcome must pass:\n{}",
+        show(&before)
+    );
+    doctor(&mut o);
+    let after = scenario::checks(&o);
+    let named: Vec<&Check> = after.iter().filter(|c| c.what.starts_with(which)).collect();
+    assert_eq!(
+        named.len(),
+        1,
+        "{name}: one check starting {which:?}:\n{}",
+        show(&after)
+    );
+    assert!(
+        !named[0].passed,
+        "{name}: the doctored outcome must fail {which:?}:\n{}",
+        show(&after)
+    );
+    let others: Vec<&Check> = after
+        .iter()
+        .filter(|c| !c.what.starts_with(which) && !c.passed)
+        .collect();
+    assert!(
+        others.is_empty(),
+        "{name}: only {which:?} may fail:\n{}",
+        show(&after)
+    );
+}
+
+const WALKING: [&str; 6] = ["walk", "turn", "push", "noisy-link", "stall", "bad-install"];
+const ALL: [&str; 9] = [
+    "walk",
+    "turn",
+    "push",
+    "link-loss",
+    "noisy-link",
+    "noisy-link-1pct",
+    "stall",
+    "estop",
+    "bad-install",
+];
+
+const LIMITS: &str = "no servo output outside its joint limits";
+
+#[test]
+fn every_scenario_has_a_good_outcome_here() {
+    let names: Vec<&str> = scenario::scenarios().iter().map(|s| s.name).collect();
+    assert_eq!(
+        names, ALL,
+        "a new scenario needs its doctored outcomes here"
+    );
+}
+
+#[test]
+fn an_output_outside_its_limits_fails() {
+    for name in ALL {
+        fails(name, LIMITS, |o| o.trace.out_of_limit = 1);
+    }
+}
+
+#[test]
+fn no_output_checked_fails() {
+    for name in ALL {
+        fails(name, LIMITS, |o| o.trace.outputs_checked = 0);
+    }
+}
+
+#[test]
+fn a_runtime_not_ending_off_fails() {
+    for name in ALL {
+        fails(name, "the runtime ended switched off", |o| {
+            o.summary.final_phase = Some(Phase::Lowering)
+        });
+        fails(name, "the runtime ended switched off", |o| {
+            o.summary.final_phase = None
+        });
+    }
+}
+
+#[test]
+fn a_policy_that_never_took_over_fails() {
+    for name in WALKING {
+        fails(name, "the policy took over", |o| {
+            o.summary.phases.retain(|p| *p != Phase::Running)
+        });
+    }
+}
+
+fn fall_at(o: &mut Outcome, t: f64) {
+    let i = o
+        .trace
+        .samples
+        .iter()
+        .position(|p| p.t >= t)
+        .expect("a sample at that time");
+    o.trace.samples[i].fallen = true;
+}
+
+#[test]
+fn a_fall_while_the_policy_runs_fails() {
+    // "stall" reports its fall without asserting it (scenario::checks says why).
+    for name in WALKING.into_iter().filter(|n| *n != "stall") {
+        let seconds = scenario::by_name(name).unwrap().seconds;
+        for at in [0.0, 0.5, seconds / 2.0, seconds - 0.5] {
+            fails(name, "the robot did not fall", |o| {
+                fall_at(o, POLICY_FROM_S + at)
+            });
+        }
+    }
+}
+
+#[test]
+fn a_fall_after_the_stop_is_not_the_policys() {
+    // Out of the policy's stretch (the lowered robot may lie down): no failure; shows the
+    // check above looks at the stretch, not at any sample.
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = good("walk", dir.path());
+    let end = POLICY_FROM_S + o.scenario.seconds;
+    fall_at(&mut o, end + 1.0);
+    let checks = scenario::checks(&o);
+    assert!(checks.iter().all(|c| c.passed), "{}", show(&checks));
+}
+
+#[test]
+fn a_stall_fall_is_reported_not_asserted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = good("stall", dir.path());
+    fall_at(&mut o, POLICY_FROM_S + 3.5);
+    let checks = scenario::checks(&o);
+    let fall = checks
+        .iter()
+        .find(|c| c.what.contains("the robot did not fall"))
+        .unwrap();
+    assert!(fall.what.contains("FAILED"), "{}", show(&checks));
+}
+
+#[test]
+fn a_fault_while_the_policy_runs_fails() {
+    for name in WALKING.into_iter().filter(|n| *n != "stall") {
+        for fault in [
+            Phase::Fault(Fault::Stale),
+            Phase::Fault(Fault::NonFinite),
+            Phase::EStop,
+        ] {
+            fails(name, "no runtime fault while the policy ran", |o| {
+                let at = o.summary.phases.iter().position(|p| *p == Phase::Running);
+                o.summary.phases.insert(at.unwrap() + 1, fault);
+            });
+        }
+    }
+}
+
+#[test]
+fn a_stop_that_did_not_halt_fade_and_lower_fails() {
+    let stop = "the stop halted, faded out and lowered with no fault";
+    let bad_stops: [&[Phase]; 6] = [
+        // Only Off at the end.
+        &[Phase::Off],
+        &[Phase::Lowering, Phase::Off],
+        &[Phase::Halting, Phase::Lowering, Phase::Off],
+        &[Phase::Halting, Phase::FadeOut, Phase::Off],
+        &[
+            Phase::Halting,
+            Phase::FadeOut,
+            Phase::Fault(Fault::Stale),
+            Phase::Lowering,
+            Phase::Off,
+        ],
+        &[
+            Phase::Halting,
+            Phase::FadeOut,
+            Phase::Lowering,
+            Phase::EStop,
+        ],
+    ];
+    for name in WALKING.into_iter().filter(|n| *n != "stall") {
+        for bad in bad_stops {
+            fails(name, stop, |o| {
+                let at = o.summary.phases.iter().position(|p| *p == Phase::Running);
+                o.summary.phases.truncate(at.unwrap() + 1);
+                o.summary.phases.extend_from_slice(bad);
+                // The end switched off is a check of its own: keep it passing.
+                o.summary.final_phase = Some(Phase::Off);
+            });
+        }
+    }
+}
+
+#[test]
+fn a_watchdog_out_of_time_fails() {
+    let watchdog = "the board's watchdog latched";
+    let cut = POLICY_FROM_S + scenario::by_name("link-loss").unwrap().faults[0].from_s;
+    for at in [
+        None,
+        Some(cut - 0.01),
+        Some(cut),
+        Some(cut + 0.1 + 0.021),
+        Some(cut + 1.0),
+    ] {
+        fails("link-loss", watchdog, |o| o.trace.watchdog_at = at);
+    }
+}
+
+#[test]
+fn a_link_loss_the_runtime_did_not_see_fails() {
+    fails("link-loss", "the runtime reported the link down", |o| {
+        o.summary.link_downs = 0
+    });
+}
+
+#[test]
+fn a_board_that_left_e_stop_fails() {
+    let pressed = POLICY_FROM_S + scenario::by_name("estop").unwrap().events[0].0;
+    for after in [0.1, 1.0, 2.5] {
+        fails("estop", "the board stayed in e-stop once pressed", |o| {
+            let i = o
+                .trace
+                .samples
+                .iter()
+                .position(|p| p.t >= pressed + after)
+                .unwrap();
+            o.trace.samples[i].state = SafetyState::Enabled;
+        });
+    }
+}
+
+#[test]
+fn an_e_stop_the_runtime_did_not_see_fails() {
+    for instead in [Phase::Fault(Fault::Stale), Phase::EStop, Phase::Halting] {
+        fails(
+            "estop",
+            "the runtime saw the board's fault and stopped",
+            |o| {
+                for p in &mut o.summary.phases {
+                    if *p == Phase::Fault(Fault::Board) {
+                        *p = instead;
+                    }
+                }
+            },
+        );
+    }
+}
+
+#[test]
+fn a_noisy_link_without_noise_fails() {
+    fails("noisy-link", "the faults happened", |o| {
+        o.trace.faults.bytes_corrupted = 0
+    });
+    fails("noisy-link", "the faults happened", |o| {
+        o.trace.faults.dropped = 0
+    });
+}
+
+#[test]
+fn a_lossy_link_without_the_stale_fault_fails() {
+    for instead in [Phase::Fault(Fault::Board), Phase::Halting] {
+        fails(
+            "noisy-link-1pct",
+            "with most readings lost the runtime stopped on its stale fault",
+            |o| {
+                for p in &mut o.summary.phases {
+                    if *p == Phase::Fault(Fault::Stale) {
+                        *p = instead;
+                    }
+                }
+            },
+        );
+    }
+}
+
+#[test]
+fn a_stall_that_held_nothing_fails() {
+    fails("stall", "the stall held", |o| o.trace.faults.held = 0);
+}
+
+#[test]
+fn a_corrupt_bundle_accepted_fails() {
+    let refused = "the corrupt bundle was refused";
+    fails("bad-install", refused, |o| {
+        o.install = Some(Ok("/slots/b/bundle.clawrl".into()))
+    });
+    fails("bad-install", refused, |o| o.install = None);
+}
+
+#[test]
+fn a_replaced_installed_bundle_fails() {
+    let kept = "the installed bundle is still the good one";
+    fails("bad-install", kept, |o| {
+        let other = o.bundle_installed.with_file_name("other.clawrl");
+        std::fs::write(&other, b"the corrupt bundle").unwrap();
+        o.current_bundle = Some(other);
+    });
+    fails("bad-install", kept, |o| o.current_bundle = None);
+    fails("bad-install", kept, |o| {
+        o.current_bundle = Some(PathBuf::from("/nonexistent/bundle.clawrl"))
+    });
+}
+
+// The gap over seeds (scenario::gap_checks), the other pass condition of walk.
+
+fn walk(distance: f64) -> Walk {
+    Walk {
+        seconds: 9.0,
+        distance,
+        velocity: [distance / 9.0, 0.0],
+        velocity_error: 0.1,
+        yaw_rate: 0.0,
+        yaw_rate_error: 0.0,
+        fell: false,
+    }
+}
+
+fn gap(hil: &[f64], sim: &[f64]) -> Vec<Check> {
+    let s = scenario::by_name("walk").unwrap();
+    let cmps: Vec<Comparison> = hil
+        .iter()
+        .zip(sim)
+        .map(|(h, m)| Comparison {
+            hil: walk(*h),
+            sim: walk(*m),
+        })
+        .collect();
+    scenario::gap_checks(&s, &cmps)
+}
+
+#[test]
+fn the_gap_over_seeds_fails_when_it_should() {
+    // 2.7 m in 9 s is the commanded 0.3 m/s; under 0.81 m the robot did not set off.
+    let ok = gap(&[2.5, 2.6, 2.4, 2.7], &[2.6, 2.5, 2.5, 2.6]);
+    assert!(ok.iter().all(|c| c.passed), "{}", show(&ok));
+    // The loop walks twice as far as the simulation: over the bound.
+    let far = gap(&[5.2, 5.0, 5.1, 5.0], &[2.6, 2.5, 2.5, 2.6]);
+    assert!(far[0].passed && !far[1].passed, "{}", show(&far));
+    // Set off on 1 seed in the loop and 4 in the simulation.
+    let stuck = gap(&[2.5, 0.1, 0.1, 0.1], &[2.6, 2.5, 2.5, 2.6]);
+    assert!(!stuck[0].passed, "{}", show(&stuck));
+    // No seed on which both set off.
+    let none = gap(&[0.1, 0.1, 0.1, 0.1], &[0.1, 0.1, 0.1, 2.6]);
+    assert!(none.iter().any(|c| !c.passed), "{}", show(&none));
+}
