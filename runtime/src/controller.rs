@@ -362,7 +362,8 @@ impl<P: Act> Controller<P> {
         let obs = self.obs.normalised();
         out.frame = *self.obs.frame();
         out.policy_ran = true;
-        if !obs.iter().all(|v| v.is_finite()) {
+        // The raw frame too: normalising clamps an infinite reading to the clip, finite.
+        if !(obs.iter().all(|v| v.is_finite()) && out.frame.iter().all(|v| v.is_finite())) {
             self.enter(Phase::Fault(Fault::NonFinite));
             return Some(self.last_goal);
         }
@@ -475,6 +476,10 @@ mod tests {
     }
 
     fn controller(value: f32, nan_from: Option<u32>) -> Controller<Fixed> {
+        controller_with(value, nan_from, cfg())
+    }
+
+    fn controller_with(value: f32, nan_from: Option<u32>, cfg: SafetyConfig) -> Controller<Fixed> {
         let (m, _) = synthetic::quadruped_parts(&[8], 0, 1);
         let obs = ObservationBuilder::from_manifest(&m).unwrap();
         let map = m.action.map.clone().unwrap();
@@ -483,7 +488,7 @@ mod tests {
             nan_from,
             calls: Cell::new(0),
         };
-        Controller::new(policy, obs, map, cfg())
+        Controller::new(policy, obs, map, cfg)
     }
 
     fn reading(pose: [f64; NUM_SERVOS]) -> BoardState {
@@ -543,6 +548,125 @@ mod tests {
             }
         }
         assert!(outs.iter().any(|o| o.limited > 0), "the rate limit acted");
+    }
+
+    #[test]
+    fn the_rate_limit_follows_the_configured_rate() {
+        // The limit is max_joint_speed per second: per cycle 1/rate of it, at any rate (a
+        // period fixed at 1/50 s moves twice too fast at 100 Hz and half as fast at 25 Hz).
+        for rate_hz in [25.0, 100.0, 200.0] {
+            let mut c = controller_with(5.0, None, SafetyConfig { rate_hz, ..cfg() });
+            let mut out = Output::default();
+            let outs = fresh(&mut c, &mut out, (rate_hz * 1.0) as usize);
+            assert_eq!(out.phase, Phase::Running, "{rate_hz} Hz");
+            let step = 5.0 / rate_hz;
+            let goals: Vec<_> = outs.iter().filter_map(|o| o.goals).collect();
+            let fastest = goals
+                .windows(2)
+                .flat_map(|w| (0..NUM_SERVOS).map(move |i| (w[1][i] - w[0][i]).abs()))
+                .fold(0.0, f64::max);
+            assert!(
+                (fastest - step).abs() < 1e-9,
+                "{rate_hz} Hz: the fastest goal moved {fastest} rad in a cycle, the limit is {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_fade_in_blends_the_default_pose_into_the_policy_smoothly() {
+        // A long stand ends exactly on the default pose; a small action keeps every goal
+        // under the rate limit, so the goals are the blend itself.
+        let mut c = controller_with(
+            0.3,
+            None,
+            SafetyConfig {
+                stand_s: 2.0,
+                ..cfg()
+            },
+        );
+        let mut out = Output::default();
+        let outs = fresh(&mut c, &mut out, 200);
+        let fade: Vec<&Output> = outs.iter().filter(|o| o.phase == Phase::FadeIn).collect();
+        let running: Vec<&Output> = outs.iter().filter(|o| o.phase == Phase::Running).collect();
+        let n = cfg().cycles(cfg().fade_s);
+        assert_eq!(fade.len(), n as usize + 1, "fade_s at rate_hz, both ends");
+        let targets = running[0].goals.unwrap();
+        assert!(
+            running
+                .iter()
+                .all(|o| o.goals == Some(targets) && o.limited == 0)
+        );
+        let apart = (0..NUM_SERVOS)
+            .map(|i| (targets[i] - DEFAULT_POSE[i]).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            apart > 0.05,
+            "the policy's pose is {apart} rad from the default"
+        );
+        for (k, o) in fade.iter().enumerate() {
+            assert!(o.policy_ran && o.limited == 0, "cycle {k}: {o:?}");
+            let t = k as f64 / f64::from(n);
+            let w = t * t * (3.0 - 2.0 * t);
+            let g = o.goals.unwrap();
+            for i in 0..NUM_SERVOS {
+                let want = DEFAULT_POSE[i] + (targets[i] - DEFAULT_POSE[i]) * w;
+                assert!(
+                    (g[i] - want).abs() < 1e-12,
+                    "cycle {k} of the fade-in, servo {i}: {} rad, the blend is {want}",
+                    g[i]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_non_finite_reading_while_running_latches_the_fault_and_holds() {
+        // The stand-in policy answers finite actions whatever it is fed: only the check on
+        // the observation stands between a broken reading and the servos.
+        type Spoil = fn(&mut BoardState);
+        let spoils: [(&str, Spoil); 6] = [
+            ("NaN joint position", |s| s.sensors.joint_pos[3] = f64::NAN),
+            ("+inf joint position", |s| {
+                s.sensors.joint_pos[0] = f64::INFINITY
+            }),
+            ("-inf joint velocity", |s| {
+                s.sensors.joint_vel[7] = f64::NEG_INFINITY
+            }),
+            ("NaN joint velocity", |s| s.sensors.joint_vel[2] = f64::NAN),
+            ("inf gyro", |s| s.sensors.gyro[1] = f64::INFINITY),
+            ("NaN accelerometer", |s| s.sensors.acc[2] = f64::NAN),
+        ];
+        for (what, spoil) in spoils {
+            let mut c = controller(0.1, None);
+            let mut out = Output::default();
+            fresh(&mut c, &mut out, 40);
+            assert_eq!(out.phase, Phase::Running, "{what}");
+            let held = out.goals.unwrap();
+            let calls = c.policy().calls.get();
+            let mut bad = reading(held);
+            spoil(&mut bad);
+            c.step(
+                &Input {
+                    state: Some(bad),
+                    stop: false,
+                },
+                &mut out,
+            );
+            assert_eq!(out.phase, Phase::Fault(Fault::NonFinite), "{what}");
+            assert_eq!(out.goals, Some(held), "{what}: the last goal held");
+            assert_eq!(
+                c.policy().calls.get(),
+                calls,
+                "{what}: the policy was not fed it"
+            );
+            // Latched: good readings after it do not bring the policy back.
+            let after = fresh(&mut c, &mut out, 20);
+            for o in after {
+                assert_eq!(o.phase, Phase::Fault(Fault::NonFinite), "{what}");
+                assert_eq!(o.goals, Some(held), "{what}");
+            }
+            assert_eq!(c.policy().calls.get(), calls, "{what}");
+        }
     }
 
     #[test]
