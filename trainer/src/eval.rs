@@ -17,6 +17,7 @@ use crate::config::TrainConfig;
 use crate::gait::{GaitAccumulator, GaitStats};
 use crate::runner::META_TRAIN_CONFIG;
 use crate::task::make_envs;
+use crate::tracking::{self, Claws, Step, Tracking, ZeroCommand};
 
 /// A policy ready to evaluate, with the configuration of the run that made it.
 pub struct Source {
@@ -119,6 +120,18 @@ pub struct EpisodeResult {
     pub command_speed: f64,
     /// Horizontal distance from start to end, m.
     pub distance: f64,
+    /// Tracking errors of the body velocity averaged over a sliding [`tracking::WINDOW_S`]
+    /// window against the window-mean command (NaN for tasks without a command).
+    pub tracking_windowed: Tracking,
+    /// Mean |yaw rate − commanded yaw rate|, rad/s (NaN for tasks without a command).
+    pub yaw_error: f64,
+    /// Mean yaw rate and mean commanded yaw rate, rad/s.
+    pub yaw_rate: f64,
+    pub command_yaw_rate: f64,
+    /// Drift and steps while the command was zero (after the first [`GAIT_SKIP_S`]).
+    pub zero_command: ZeroCommand,
+    /// The claws' grip and travel (after the first [`GAIT_SKIP_S`]).
+    pub claws: Claws,
 }
 
 /// Seconds at the start of each episode left out of the gait metrics: the robot gets up from
@@ -183,6 +196,69 @@ impl EvalReport {
     pub fn distance(&self) -> f64 {
         avg(self.episodes.iter().map(|e| e.distance))
     }
+    /// Mean over episodes of the sliding-window tracking errors (m/s, rad/s).
+    pub fn tracking_windowed(&self) -> Tracking {
+        Tracking {
+            linear: avg(self.episodes.iter().map(|e| e.tracking_windowed.linear)),
+            yaw: avg(self.episodes.iter().map(|e| e.tracking_windowed.yaw)),
+        }
+    }
+    pub fn yaw_error(&self) -> f64 {
+        avg(self.episodes.iter().map(|e| e.yaw_error))
+    }
+    pub fn yaw_rate(&self) -> f64 {
+        avg(self.episodes.iter().map(|e| e.yaw_rate))
+    }
+    pub fn command_yaw_rate(&self) -> f64 {
+        avg(self.episodes.iter().map(|e| e.command_yaw_rate))
+    }
+    /// Zero-command drift and steps, pooled over every episode.
+    pub fn zero_command(&self) -> ZeroCommand {
+        let mut z = ZeroCommand::default();
+        for e in &self.episodes {
+            z.add(&e.zero_command);
+        }
+        z
+    }
+    /// The claws' activity, pooled over every episode.
+    pub fn claws(&self) -> Claws {
+        let mut c = Claws::default();
+        for e in &self.episodes {
+            c.add(&e.claws);
+        }
+        c
+    }
+
+    /// The lines [`Self::text`] adds for velocity tracking, zero command and claws.
+    fn locomotion_lines(&self) -> String {
+        let w = self.tracking_windowed();
+        let z = self.zero_command();
+        let c = self.claws();
+        let zero = if z.seconds > 0.0 {
+            format!(
+                "drift {:.3} m per {:.0} s, {:.2} steps per foot per s ({} touch-downs in {:.1} s)",
+                z.drift_per_20s(),
+                tracking::DRIFT_PER_S,
+                z.steps_per_foot_s(),
+                z.touchdowns,
+                z.seconds
+            )
+        } else {
+            "- (never commanded)".to_string()
+        };
+        format!(
+            "yaw rate            {:.3} rad/s (command {:.3} rad/s)\ntracking error      {:.3} m/s, yaw rate {:.3} rad/s (instantaneous)\ntracking error (0.5 s mean) {:.3} m/s, yaw rate {:.3} rad/s\nat zero command     {zero}\nclaws               grip {:.3} (0 open, 1 closed), grip travel {:.3} /s, claw joints {:.3} rad/s per claw",
+            self.yaw_rate(),
+            self.command_yaw_rate(),
+            self.tracking_error(),
+            self.yaw_error(),
+            w.linear,
+            w.yaw,
+            c.mean_grip(),
+            c.grip_travel_per_s(),
+            c.joint_travel_per_s(),
+        )
+    }
 
     pub fn text(&self) -> String {
         let std = {
@@ -205,7 +281,7 @@ impl EvalReport {
             .map(|g| format!("\n{}", g.text(&self.foot_names)))
             .unwrap_or_default();
         format!(
-            "episodes            {}\nmean return         {:.3} (std {:.3})\nmean episode length {:.1}\nfall rate           {:.1} %\nforward speed       {:.3} m/s (command {:.3} m/s)\ntracking error      {:.3} m/s\ndistance walked     {:.2} m{gait}",
+            "episodes            {}\nmean return         {:.3} (std {:.3})\nmean episode length {:.1}\nfall rate           {:.1} %\nforward speed       {:.3} m/s (command {:.3} m/s)\n{}\ndistance walked     {:.2} m{gait}",
             self.episodes.len(),
             self.mean_return(),
             std,
@@ -213,31 +289,117 @@ impl EvalReport {
             100.0 * self.fall_rate(),
             self.forward_speed(),
             self.command_speed(),
-            self.tracking_error(),
+            self.locomotion_lines(),
             self.distance()
         )
     }
 }
 
+/// The report's numbers, for scripts (`eval.toml` beside `eval.txt`): NaN where a number does
+/// not apply (a task without a command, no zero command, no feet).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    pub episodes: usize,
+    pub mean_return: f64,
+    pub mean_episode_length: f64,
+    /// Share of episodes that ended in a fall (or early, for cart-pole), in [0, 1].
+    pub fall_rate: f64,
+    pub forward_speed_mps: f64,
+    pub command_speed_mps: f64,
+    pub yaw_rate_radps: f64,
+    pub command_yaw_rate_radps: f64,
+    /// Instantaneous tracking errors (every control step).
+    pub tracking_error_mps: f64,
+    pub yaw_error_radps: f64,
+    /// Tracking errors of the 0.5 s window means.
+    pub tracking_error_0_5s_mps: f64,
+    pub yaw_error_0_5s_radps: f64,
+    pub distance_m: f64,
+    pub zero_command_s: f64,
+    pub drift_m_per_20s: f64,
+    pub zero_command_steps_per_foot_s: f64,
+    pub claw_grip_mean: f64,
+    pub claw_grip_travel_per_s: f64,
+    pub claw_joint_travel_radps: f64,
+    /// The gait's name ("" for tasks without feet), and whether it is the regular trot.
+    pub gait: String,
+    pub regular_trot: bool,
+    /// Per foot, in the order of `feet`.
+    pub feet: Vec<String>,
+    pub duty_factors: Vec<f64>,
+    pub phases: Vec<f64>,
+}
+
 impl EvalReport {
+    pub fn summary(&self) -> Summary {
+        let w = self.tracking_windowed();
+        let z = self.zero_command();
+        let c = self.claws();
+        let g = self.gait_stats.as_ref();
+        Summary {
+            episodes: self.episodes.len(),
+            mean_return: self.mean_return(),
+            mean_episode_length: self.mean_length(),
+            fall_rate: self.fall_rate(),
+            forward_speed_mps: self.forward_speed(),
+            command_speed_mps: self.command_speed(),
+            yaw_rate_radps: self.yaw_rate(),
+            command_yaw_rate_radps: self.command_yaw_rate(),
+            tracking_error_mps: self.tracking_error(),
+            yaw_error_radps: self.yaw_error(),
+            tracking_error_0_5s_mps: w.linear,
+            yaw_error_0_5s_radps: w.yaw,
+            distance_m: self.distance(),
+            zero_command_s: z.seconds,
+            drift_m_per_20s: z.drift_per_20s(),
+            zero_command_steps_per_foot_s: z.steps_per_foot_s(),
+            claw_grip_mean: c.mean_grip(),
+            claw_grip_travel_per_s: c.grip_travel_per_s(),
+            claw_joint_travel_radps: c.joint_travel_per_s(),
+            gait: g.map(|g| g.kind().name().to_string()).unwrap_or_default(),
+            regular_trot: g.is_some_and(GaitStats::regular_trot),
+            feet: self.foot_names.clone(),
+            duty_factors: g
+                .map(|g| g.feet.iter().map(|f| f.duty_factor).collect())
+                .unwrap_or_default(),
+            phases: g
+                .map(|g| g.feet.iter().map(|f| f.phase.unwrap_or(f64::NAN)).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// [`Self::summary`] as TOML (`eval.toml`).
+    pub fn summary_toml(&self) -> Result<String> {
+        toml::to_string(&self.summary()).context("writing the evaluation summary as TOML")
+    }
+
     /// One row per episode (CSV with a header), the raw numbers behind [`EvalReport::text`].
     pub fn episodes_csv(&self) -> String {
         let mut s = match self.kind {
             ReportKind::Balance => "episode,return,length,ended_early\n".to_string(),
-            ReportKind::Locomotion => "episode,return,length,fell,tracking_error_mps,forward_speed_mps,command_speed_mps,distance_m\n".to_string(),
+            ReportKind::Locomotion => "episode,return,length,fell,tracking_error_mps,forward_speed_mps,command_speed_mps,distance_m,tracking_error_0_5s_mps,yaw_error_radps,yaw_error_0_5s_radps,yaw_rate_radps,command_yaw_rate_radps,zero_command_s,zero_command_drift_m,zero_command_touchdowns,claw_grip_mean\n".to_string(),
         };
         for (i, e) in self.episodes.iter().enumerate() {
             let line = match self.kind {
                 ReportKind::Balance => format!("{i},{},{},{}\n", e.ret, e.length, u8::from(e.fell)),
                 ReportKind::Locomotion => format!(
-                    "{i},{},{},{},{},{},{},{}\n",
+                    "{i},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                     e.ret,
                     e.length,
                     u8::from(e.fell),
                     e.tracking_error,
                     e.forward_speed,
                     e.command_speed,
-                    e.distance
+                    e.distance,
+                    e.tracking_windowed.linear,
+                    e.yaw_error,
+                    e.tracking_windowed.yaw,
+                    e.yaw_rate,
+                    e.command_yaw_rate,
+                    e.zero_command.seconds,
+                    e.zero_command.drift_m,
+                    e.zero_command.touchdowns,
+                    e.claws.mean_grip()
                 ),
             };
             s.push_str(&line);
@@ -275,6 +437,11 @@ struct Running {
     active: bool,
     /// Foot contacts of the episode so far (quadruped), for the gait metrics.
     contacts: Vec<Vec<bool>>,
+    /// Velocity, command and position at every step (tasks with a command).
+    trace: Vec<Step>,
+    /// Claw grip and claw joint angles at every step (tasks with claws).
+    grip: Vec<Vec<f64>>,
+    claw_angles: Vec<Vec<f64>>,
 }
 
 /// Runs `policy` (deterministic actions; local or remote) on the run's task for
@@ -293,6 +460,11 @@ pub fn evaluate(
     let mut fresh = vec![true; m];
     let na = envs[0].spec().action_dim;
     let dt = envs[0].spec().control_dt;
+    let window = tracking::window_steps(dt);
+    let claw_joints: Vec<usize> = (envs[0].spec().action_names.iter().enumerate())
+        .filter(|(_, n)| n.to_lowercase().contains("claw"))
+        .map(|(i, _)| i)
+        .collect();
     let mut started = 0usize;
     let mut state = vec![Running::default(); m];
     let mut report = EvalReport {
@@ -375,6 +547,23 @@ pub fn evaluate(
             if !t.foot_contact.is_empty() {
                 st.contacts.push(t.foot_contact.clone());
             }
+            if !t.command.is_empty() {
+                let c = |k: usize| t.command.get(k).map_or(0.0, |&x| f64::from(x));
+                st.trace.push(Step {
+                    vel: [t.base_lin_vel[0], t.base_lin_vel[1], t.yaw_rate],
+                    command: [c(0), c(1), c(2)],
+                    pos: [t.base_pos[0], t.base_pos[1]],
+                });
+            }
+            if !t.grip.is_empty() {
+                st.grip.push(t.grip.clone());
+                st.claw_angles.push(
+                    claw_joints
+                        .iter()
+                        .filter_map(|&j| t.joint_pos.get(j).copied())
+                        .collect(),
+                );
+            }
             if i == 0 && recording {
                 gait.time.push(st.steps as f64 * dt);
                 gait.joints.push(t.joint_pos.clone());
@@ -390,6 +579,18 @@ pub fn evaluate(
                 let n = st.steps as f64;
                 let skip = ((GAIT_SKIP_S / dt).round() as usize).min(st.contacts.len());
                 gait_acc.add_episode(&st.contacts[skip..], dt);
+                // Tracking counts every step (transients included); drift, steps and claws
+                // leave out the getting up, as the gait metrics do.
+                let trace = &st.trace[..];
+                let inst = tracking::instantaneous(trace);
+                let tskip = ((GAIT_SKIP_S / dt).round() as usize).min(trace.len());
+                let zero_command = if st.contacts.len() == trace.len() {
+                    ZeroCommand::of(&trace[tskip..], &st.contacts[tskip..], dt)
+                } else {
+                    ZeroCommand::of(&trace[tskip..], &[], dt)
+                };
+                let gskip = ((GAIT_SKIP_S / dt).round() as usize).min(st.grip.len());
+                let claws = Claws::of(&st.grip[gskip..], &st.claw_angles[gskip..], dt);
                 report.episodes.push(EpisodeResult {
                     ret: st.ret,
                     length: st.steps,
@@ -400,6 +601,12 @@ pub fn evaluate(
                     distance: ((t.base_pos[0] - st.start[0]).powi(2)
                         + (t.base_pos[1] - st.start[1]).powi(2))
                     .sqrt(),
+                    tracking_windowed: tracking::windowed(trace, window),
+                    yaw_error: inst.yaw,
+                    yaw_rate: avg(trace.iter().map(|s| s.vel[2])),
+                    command_yaw_rate: avg(trace.iter().map(|s| s.command[2])),
+                    zero_command,
+                    claws,
                 });
                 if started < opts.episodes {
                     start_episode(&mut envs[i], started, &mut state[i])?;

@@ -19,6 +19,11 @@ const SAME_SIDE: [(usize, usize); 2] = [(0, 2), (1, 3)];
 
 /// How far (in cycles) two feet may be from the phase difference a gait names.
 pub const PHASE_TOLERANCE: f64 = 0.1;
+/// How steady each foot's phase must be for a named gait: the mean resultant length of its
+/// touch-downs' phases (1: every stride at the same phase) at least that of touch-downs
+/// alternating [`PHASE_TOLERANCE`] either side of their mean, cos(2π·0.1) ≈ 0.81. A foot that
+/// lands anywhere in the cycle has a mean phase, but keeps none.
+pub const MIN_PHASE_COHERENCE: f64 = 0.809;
 /// Duty factors of a regular trot (each foot on the ground 35-75 % of the time).
 pub const TROT_DUTY: [f64; 2] = [0.35, 0.75];
 
@@ -32,6 +37,8 @@ pub struct FootGait {
     /// Circular mean of where, in the first foot's stride, this foot touches down: cycles in
     /// [0, 1) (`None` without strides on both feet). Foot 0 is 0 by definition.
     pub phase: Option<f64>,
+    /// Mean resultant length of those phases, in [0, 1] (1: the same phase every stride).
+    pub phase_coherence: Option<f64>,
     pub touchdowns: usize,
 }
 
@@ -100,9 +107,18 @@ impl GaitStats {
     }
 
     /// The gait, from the phases (duty factors play no part here: see [`Self::regular_trot`]).
+    /// A trot: each diagonal pair within [`PHASE_TOLERANCE`] of in phase and each lateral pair
+    /// within it of half a cycle apart, every foot's phase steady ([`MIN_PHASE_COHERENCE`]).
     pub fn kind(&self) -> GaitKind {
         if self.feet.len() != 4 || !self.feet.iter().all(|f| f.used() && f.phase.is_some()) {
             return GaitKind::FootUnused;
+        }
+        if !self
+            .feet
+            .iter()
+            .all(|f| f.phase_coherence.is_some_and(|r| r >= MIN_PHASE_COHERENCE))
+        {
+            return GaitKind::Other;
         }
         let together = |p: &[(usize, usize)]| self.pair_near(p, 0.0);
         let apart = |p: &[(usize, usize)]| self.pair_near(p, 0.5);
@@ -136,7 +152,7 @@ impl GaitStats {
             None => "-".to_string(),
         };
         let mut s = format!(
-            "gait over {:.1} s: {}{}\n  {:<20} {:>5} {:>8} {:>13} {:>11}\n",
+            "gait over {:.1} s: {}{}\n  {:<20} {:>5} {:>8} {:>13} {:>11} {:>9}\n",
             self.seconds,
             self.kind().name(),
             if self.regular_trot() {
@@ -148,7 +164,8 @@ impl GaitStats {
             "duty",
             "stride",
             "phase vs foot 1",
-            "touch-downs"
+            "touch-downs",
+            "steadiness"
         );
         for (i, f) in self.feet.iter().enumerate() {
             let name = foot_names
@@ -156,12 +173,13 @@ impl GaitStats {
                 .cloned()
                 .unwrap_or_else(|| format!("foot {i}"));
             s.push_str(&format!(
-                "  {:<20} {:>5.2} {:>8} {:>15} {:>11}\n",
+                "  {:<20} {:>5.2} {:>8} {:>15} {:>11} {:>10}\n",
                 name,
                 f.duty_factor,
                 fmt(f.stride_period_s, " s"),
                 fmt(f.phase, ""),
-                f.touchdowns
+                f.touchdowns,
+                fmt(f.phase_coherence, "")
             ));
         }
         s.pop();
@@ -180,6 +198,7 @@ pub struct GaitAccumulator {
     strides: Vec<usize>,
     phase_sin: Vec<f64>,
     phase_cos: Vec<f64>,
+    phases: Vec<usize>,
 }
 
 /// Sample indices where a foot lands (off the ground at the sample before).
@@ -197,7 +216,12 @@ impl GaitAccumulator {
             return;
         }
         if self.on_ground.len() < nf {
-            for v in [&mut self.on_ground, &mut self.touchdowns, &mut self.strides] {
+            for v in [
+                &mut self.on_ground,
+                &mut self.touchdowns,
+                &mut self.strides,
+                &mut self.phases,
+            ] {
                 v.resize(nf, 0);
             }
             for v in [
@@ -228,6 +252,7 @@ impl GaitAccumulator {
                 let phase = (t - a) as f64 / (b - a) as f64;
                 self.phase_sin[f] += (TAU * phase).sin();
                 self.phase_cos[f] += (TAU * phase).cos();
+                self.phases[f] += 1;
             }
         }
     }
@@ -243,6 +268,9 @@ impl GaitAccumulator {
                     && self.phase_sin[f].hypot(self.phase_cos[f]) > 0.0)
                     .then(|| (self.phase_sin[f].atan2(self.phase_cos[f]) / TAU).rem_euclid(1.0))
                     .map(|p| if 1.0 - p < 1e-9 { 0.0 } else { p }),
+                phase_coherence: (self.phases[f] > 0).then(|| {
+                    (self.phase_sin[f].hypot(self.phase_cos[f]) / self.phases[f] as f64).min(1.0)
+                }),
                 touchdowns: self.touchdowns[f],
             })
             .collect();

@@ -20,6 +20,7 @@ pub mod remote;
 pub mod runner;
 pub mod storage;
 pub mod task;
+pub mod tracking;
 
 pub use config::{TrainConfig, load_train_config};
 pub use runner::{ResumeOptions, Runner, Summary};

@@ -21,13 +21,16 @@ pub struct Args {
     endpoint: PathBuf,
     #[arg(long, default_value_t = 100)]
     episodes: usize,
-    /// Fixed command `vx,vy,yaw_rate` for every episode (default: the task's random commands).
+    /// Fixed command `vx,vy,yaw_rate` for every episode (default: the task's random commands);
+    /// `0,0,0` measures drift and steps at zero command, `0,0,0.5` turning in place (the report's
+    /// yaw rate line).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     command: Option<Vec<f32>>,
     /// Evaluate under other task settings (task.* keys only), e.g. a tilted floor.
     #[arg(long = "set", value_name = "task.KEY=VALUE")]
     set: Vec<String>,
-    /// Where eval.txt and eval_episodes.csv go (default: the policy's run folder).
+    /// Where eval.txt, eval.toml (the numbers, for scripts) and eval_episodes.csv go (default:
+    /// the policy's run folder).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Write a gait diagram (joint angles and foot contacts) of the first episode (quadruped).
@@ -81,10 +84,13 @@ pub fn run(a: Args) -> Result<()> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     std::fs::write(out.join("eval.txt"), format!("{text}\n"))
         .with_context(|| format!("writing {}", out.join("eval.txt").display()))?;
+    std::fs::write(out.join("eval.toml"), report.summary_toml()?)
+        .with_context(|| format!("writing {}", out.join("eval.toml").display()))?;
     std::fs::write(out.join("eval_episodes.csv"), report.episodes_csv())?;
     println!(
-        "saved: {} and {}",
+        "saved: {}, {} and {}",
         out.join("eval.txt").display(),
+        out.join("eval.toml").display(),
         out.join("eval_episodes.csv").display()
     );
     if let (Some(p), ReportKind::Locomotion) = (&a.gait_plot, report.kind) {

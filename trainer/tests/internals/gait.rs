@@ -145,3 +145,64 @@ fn phase_distance_wraps() {
     assert!(close(phase_distance(0.2, 0.7), 0.5, 1e-12));
     assert!(close(phase_distance(0.3, 0.3), 0.0, 1e-12));
 }
+
+#[test]
+fn a_trot_needs_lateral_pairs_half_a_cycle_apart() {
+    // Diagonal pairs together, but the two pairs 0.35 cycle apart (0.15 from half): no trot.
+    let g = analyse(&pattern(20, 0.5, [0.0, 0.35, 0.35, 0.0], 400), DT);
+    assert!(close(g.feet[1].phase.unwrap(), 0.35, 1e-9), "{:?}", g.feet);
+    assert_ne!(g.kind(), GaitKind::Trot);
+    // 0.05 off in a diagonal pair is within the tolerance.
+    let g = analyse(&pattern(20, 0.5, [0.0, 0.5, 0.5, 0.05], 400), DT);
+    assert_eq!(g.kind(), GaitKind::Trot);
+}
+
+#[test]
+fn a_foot_without_a_steady_phase_makes_no_trot() {
+    // Rear right lands 0.2 cycle before, then 0.2 after front left, stride by stride: its mean
+    // phase is front left's (a trot's diagonal, on average), but it keeps no phase.
+    let mut c = pattern(20, 0.5, [0.0, 0.5, 0.5, 0.0], 400);
+    for row in c.iter_mut() {
+        row[3] = false;
+    }
+    // (Eight strides each way, all inside front left's strides.)
+    for k in 2..18 {
+        let land = if k % 2 == 0 { 20 * k + 4 } else { 20 * k - 4 };
+        for row in &mut c[land..land + 10] {
+            row[3] = true;
+        }
+    }
+    let g = analyse(&c, DT);
+    let f = g.feet[3];
+    assert!(phase_distance(f.phase.unwrap(), 0.0) < 0.01, "{f:?}");
+    // cos(2π·0.2) ≈ 0.31.
+    assert!(close(f.phase_coherence.unwrap(), 0.309, 0.01), "{f:?}");
+    assert_eq!(g.kind(), GaitKind::Other);
+    // Feet landing at the same phase each stride are perfectly steady.
+    let trot = analyse(&pattern(20, 0.5, [0.0, 0.5, 0.5, 0.0], 400), DT);
+    assert!(
+        trot.feet
+            .iter()
+            .all(|f| close(f.phase_coherence.unwrap(), 1.0, 1e-9))
+    );
+}
+
+#[test]
+fn a_three_legged_trot_is_not_named_a_trot() {
+    // The shipped teacher's pattern: front right barely strides (duty 0.15, but it does land
+    // each stride), the other three trot-like. Its duty factor makes it no regular trot.
+    let mut c = pattern(20, 0.55, [0.0, 0.5, 0.5, 0.0], 400);
+    for (t, row) in c.iter_mut().enumerate() {
+        row[1] = (t + 10) % 20 < 3;
+    }
+    let g = analyse(&c, DT);
+    assert!(close(g.feet[1].duty_factor, 0.15, 1e-9), "{:?}", g.feet);
+    assert!(!g.regular_trot());
+    // And a leg that stays in the air makes the gait "a foot unused".
+    for row in c.iter_mut() {
+        row[1] = false;
+    }
+    let g = analyse(&c, DT);
+    assert_eq!(g.kind(), GaitKind::FootUnused);
+    assert!(g.text(&[]).contains("a foot unused"));
+}

@@ -17,6 +17,7 @@ use rand::{RngExt, SeedableRng};
 
 mod distill;
 mod gait;
+mod tracking;
 
 const DEV: Device = Device::Cpu;
 
