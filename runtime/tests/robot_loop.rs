@@ -2,7 +2,7 @@
 //! board (the no_std firmware core on a pty, a servo model behind it), with a wire tap in
 //! between that records every instruction the board received. Each test runs the robot for a
 //! few seconds at 50 Hz and checks the start-up order, what reached the wire, and how faults
-//! end.
+//! end. Every test runs under a deadline (`with_deadline`): a loop that never ends fails.
 mod wire_tap;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +23,30 @@ use clawrl_runtime::install::{self, RobotExpectation};
 use clawrl_runtime::run::{RunOptions, Summary, run};
 use clawrl_runtime::synthetic;
 use wire_tap::{Sent, Tap};
+
+/// How long a test that drives the loop may take, start to end, on a loaded machine: a loop
+/// that never reaches Off fails here instead of hanging until the CI time-out.
+const DEADLINE: Duration = Duration::from_secs(90);
+
+/// Runs `test` on its own thread and fails if it does not end within [`DEADLINE`]; its own
+/// failures pass through. A test left behind stops with the test process.
+fn with_deadline(test: impl FnOnce() + Send + 'static) {
+    let (done, ended) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        test();
+        let _ = done.send(());
+    });
+    match ended.recv_timeout(DEADLINE) {
+        Ok(()) => h.join().unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            // The test panicked: its own message.
+            std::panic::resume_unwind(h.join().unwrap_err())
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the test did not end within {DEADLINE:?}: a loop that never stops")
+        }
+    }
+}
 
 struct Rig {
     dir: tempfile::TempDir,
@@ -130,268 +154,282 @@ fn board_commands(sent: &[Sent]) -> Vec<u8> {
 
 #[test]
 fn an_installed_bundle_runs_with_the_start_up_in_order_and_every_goal_inside_the_limits() {
-    let rig = rig();
-    let cfg = config(&rig);
-    let bundle = installed_bundle(&rig);
-    let s = run_for(&cfg, &bundle, 3.0).unwrap();
-    assert_eq!(
-        s.phases,
-        [
-            Phase::Standing,
-            Phase::FadeIn,
-            Phase::Running,
-            Phase::Halting,
-            Phase::FadeOut,
-            Phase::Lowering,
-            Phase::Off
-        ]
-    );
-    assert!(s.cycles >= 170, "{} cycles in 3.5 s at 50 Hz", s.cycles);
-    let sent = rig.tap.sent();
-    // Start-up: the board and all 16 servos are pinged before anything is written; faults are
-    // cleared and the torque is off before the first goal; the first goal comes before ENABLE.
-    assert_eq!(sent[0], Sent::Ping(100));
-    for i in 1..=16u8 {
-        assert_eq!(sent[i as usize], Sent::Ping(i));
-    }
-    let first_goal = sent
-        .iter()
-        .position(|s| matches!(s, Sent::Goals(_)))
-        .unwrap();
-    let enable = sent
-        .iter()
-        .position(|s| *s == Sent::BoardCommand(command::ENABLE))
-        .unwrap();
-    let cmds = board_commands(&sent[..first_goal]);
-    assert_eq!(cmds, [command::CLEAR, command::DISABLE]);
-    assert!(
-        first_goal < enable,
-        "goals before ENABLE: {first_goal} < {enable}"
-    );
-    assert_eq!(board_commands(&sent).last(), Some(&command::DISABLE));
-    let goals = goals_inside_limits(&sent);
-    assert!(goals.len() >= 150, "{} goal packets", goals.len());
-    // The first goal is where the joints were (the servo model starts mid-range).
-    let fw = FirmwareConfig::claw_foot();
-    for (i, g) in goals[0].iter().enumerate() {
-        let mid = 0.5 * (fw.servos[i].min_rad + fw.servos[i].max_rad);
-        // Within what the board reads back (ticks of its pulse calibration), far from the
-        // default pose the stand-up then moves to.
-        assert!((g - f64::from(mid)).abs() < 1e-2, "servo {i}: {g} vs {mid}");
-    }
-    // The board ends with the torque off, no fault latched.
-    let o = rig
-        .board
-        .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Idle)
-        .expect("board idle after the run");
-    assert_eq!(o.faults, 0);
-    // The telemetry log replays bit for bit.
-    let log = s.log.expect("a telemetry log");
-    let r = clawrl_runtime::replay::replay(&log, None).unwrap();
-    assert_eq!(r.mismatches, 0, "{r}");
-    assert!(r.policy_cycles >= 50, "{r}");
+    with_deadline(|| {
+        let rig = rig();
+        let cfg = config(&rig);
+        let bundle = installed_bundle(&rig);
+        let s = run_for(&cfg, &bundle, 3.0).unwrap();
+        assert_eq!(
+            s.phases,
+            [
+                Phase::Standing,
+                Phase::FadeIn,
+                Phase::Running,
+                Phase::Halting,
+                Phase::FadeOut,
+                Phase::Lowering,
+                Phase::Off
+            ]
+        );
+        assert!(s.cycles >= 170, "{} cycles in 3.5 s at 50 Hz", s.cycles);
+        let sent = rig.tap.sent();
+        // Start-up: the board and all 16 servos are pinged before anything is written; faults are
+        // cleared and the torque is off before the first goal; the first goal comes before ENABLE.
+        assert_eq!(sent[0], Sent::Ping(100));
+        for i in 1..=16u8 {
+            assert_eq!(sent[i as usize], Sent::Ping(i));
+        }
+        let first_goal = sent
+            .iter()
+            .position(|s| matches!(s, Sent::Goals(_)))
+            .unwrap();
+        let enable = sent
+            .iter()
+            .position(|s| *s == Sent::BoardCommand(command::ENABLE))
+            .unwrap();
+        let cmds = board_commands(&sent[..first_goal]);
+        assert_eq!(cmds, [command::CLEAR, command::DISABLE]);
+        assert!(
+            first_goal < enable,
+            "goals before ENABLE: {first_goal} < {enable}"
+        );
+        assert_eq!(board_commands(&sent).last(), Some(&command::DISABLE));
+        let goals = goals_inside_limits(&sent);
+        assert!(goals.len() >= 150, "{} goal packets", goals.len());
+        // The first goal is where the joints were (the servo model starts mid-range).
+        let fw = FirmwareConfig::claw_foot();
+        for (i, g) in goals[0].iter().enumerate() {
+            let mid = 0.5 * (fw.servos[i].min_rad + fw.servos[i].max_rad);
+            // Within what the board reads back (ticks of its pulse calibration), far from the
+            // default pose the stand-up then moves to.
+            assert!((g - f64::from(mid)).abs() < 1e-2, "servo {i}: {g} vs {mid}");
+        }
+        // The board ends with the torque off, no fault latched.
+        let o = rig
+            .board
+            .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Idle)
+            .expect("board idle after the run");
+        assert_eq!(o.faults, 0);
+        // The telemetry log replays bit for bit.
+        let log = s.log.expect("a telemetry log");
+        let r = clawrl_runtime::replay::replay(&log, None).unwrap();
+        assert_eq!(r.mismatches, 0, "{r}");
+        assert!(r.policy_cycles >= 50, "{r}");
+    })
 }
 
 #[test]
 fn nan_from_the_policy_holds_the_last_goal_then_lowers_on_stop() {
-    let rig = rig();
-    let cfg = config(&rig);
-    // Weights of +-3e38 overflow the first layer to +inf and -inf, whose sum is NaN.
-    let (m, mut t) = synthetic::quadruped_parts(&synthetic::SHIPPED_HIDDEN, 2, 7);
-    let w = t.iter_mut().find(|t| t.name == "actor.0.weight").unwrap();
-    w.data
-        .iter_mut()
-        .enumerate()
-        .for_each(|(i, v)| *v = if i % 2 == 0 { 3e38 } else { -3e38 });
-    let b = rig.dir.path().join("nan.clawrl");
-    clawrl_bundle::write(&b, &m, &t, None).unwrap();
-    let s = run_for(&cfg, &b, 2.0).unwrap();
-    // The first policy cycle (FadeIn's first) already faults: a summary lists the phase each
-    // cycle ended in.
-    assert_eq!(
-        s.phases,
-        [
-            Phase::Standing,
-            Phase::Fault(Fault::NonFinite),
-            Phase::Lowering,
-            Phase::Off
-        ]
-    );
-    let goals = goals_inside_limits(&rig.tap.sent());
-    // Read the fault's stretch from the log: every goal sent in it is the last safe one.
-    let mut reader = clawrl_runtime::telemetry::LogReader::open(&s.log.unwrap()).unwrap();
-    let mut held = Vec::new();
-    while let Some(r) = reader.next_record().unwrap() {
-        if r.output.phase == Phase::Fault(Fault::NonFinite) {
-            held.push(
-                r.output
-                    .goals
-                    .expect("a fault holds, it does not go silent"),
-            );
+    with_deadline(|| {
+        let rig = rig();
+        let cfg = config(&rig);
+        // Weights of +-3e38 overflow the first layer to +inf and -inf, whose sum is NaN.
+        let (m, mut t) = synthetic::quadruped_parts(&synthetic::SHIPPED_HIDDEN, 2, 7);
+        let w = t.iter_mut().find(|t| t.name == "actor.0.weight").unwrap();
+        w.data
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, v)| *v = if i % 2 == 0 { 3e38 } else { -3e38 });
+        let b = rig.dir.path().join("nan.clawrl");
+        clawrl_bundle::write(&b, &m, &t, None).unwrap();
+        let s = run_for(&cfg, &b, 2.0).unwrap();
+        // The first policy cycle (FadeIn's first) already faults: a summary lists the phase each
+        // cycle ended in.
+        assert_eq!(
+            s.phases,
+            [
+                Phase::Standing,
+                Phase::Fault(Fault::NonFinite),
+                Phase::Lowering,
+                Phase::Off
+            ]
+        );
+        let goals = goals_inside_limits(&rig.tap.sent());
+        // Read the fault's stretch from the log: every goal sent in it is the last safe one.
+        let mut reader = clawrl_runtime::telemetry::LogReader::open(&s.log.unwrap()).unwrap();
+        let mut held = Vec::new();
+        while let Some(r) = reader.next_record().unwrap() {
+            if r.output.phase == Phase::Fault(Fault::NonFinite) {
+                held.push(
+                    r.output
+                        .goals
+                        .expect("a fault holds, it does not go silent"),
+                );
+            }
         }
-    }
-    assert!(held.len() > 10, "{} cycles in the fault", held.len());
-    assert!(held.windows(2).all(|w| w[0] == w[1]), "the held goal moved");
-    assert!(goals.len() > held.len());
+        assert!(held.len() > 10, "{} cycles in the fault", held.len());
+        assert!(held.windows(2).all(|w| w[0] == w[1]), "the held goal moved");
+        assert!(goals.len() > held.len());
+    })
 }
 
 #[test]
 fn a_pulled_cable_ends_in_the_stale_fault_and_the_board_acts_alone() {
-    let rig = rig();
-    let cfg = config(&rig);
-    let bundle = installed_bundle(&rig);
-    let run = std::thread::scope(|scope| {
-        let h = scope.spawn(|| run_for(&cfg, &bundle, 4.0));
-        std::thread::sleep(Duration::from_millis(1600));
-        rig.tap.cut(true);
-        // The board's watchdog (100 ms) trips into its safe behaviour while the cable is out.
-        let o = rig
-            .board
-            .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Fault)
-            .expect("the board's watchdog tripped");
-        assert_ne!(o.faults & fault::WATCHDOG, 0);
-        std::thread::sleep(Duration::from_millis(500));
-        rig.tap.cut(false);
-        h.join().unwrap()
-    });
-    let s = run.unwrap();
-    assert!(s.link_downs >= 1, "{s:?}");
-    let stale = s
-        .phases
-        .iter()
-        .position(|p| *p == Phase::Fault(Fault::Stale));
-    let stale = stale.unwrap_or_else(|| panic!("no stale fault: {:?}", s.phases));
-    assert_eq!(
-        &s.phases[..3],
-        &[Phase::Standing, Phase::FadeIn, Phase::Running]
-    );
-    // Latched: a reconnected cable does not bring the policy back.
-    assert!(
-        !s.phases[stale..].contains(&Phase::Running),
-        "{:?}",
-        s.phases
-    );
-    assert_eq!(s.phases.last(), Some(&Phase::Off));
-    assert!(rig.tap.offers() >= 2, "the cable was plugged in again");
-    goals_inside_limits(&rig.tap.sent());
-    // After the reconnection the runtime asked the board who it is before anything else.
-    let sent = rig.tap.sent();
-    assert!(sent.iter().filter(|s| **s == Sent::Ping(100)).count() >= 2);
-    // The board's fault stayed latched: nothing the runtime sent cleared it.
-    assert!(!board_commands(&sent).ends_with(&[command::CLEAR]));
-    assert_eq!(rig.board.observed().state, SafetyState::Fault);
+    with_deadline(|| {
+        let rig = rig();
+        let cfg = config(&rig);
+        let bundle = installed_bundle(&rig);
+        let run = std::thread::scope(|scope| {
+            let h = scope.spawn(|| run_for(&cfg, &bundle, 4.0));
+            std::thread::sleep(Duration::from_millis(1600));
+            rig.tap.cut(true);
+            // The board's watchdog (100 ms) trips into its safe behaviour while the cable is out.
+            let o = rig
+                .board
+                .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Fault)
+                .expect("the board's watchdog tripped");
+            assert_ne!(o.faults & fault::WATCHDOG, 0);
+            std::thread::sleep(Duration::from_millis(500));
+            rig.tap.cut(false);
+            h.join().unwrap()
+        });
+        let s = run.unwrap();
+        assert!(s.link_downs >= 1, "{s:?}");
+        let stale = s
+            .phases
+            .iter()
+            .position(|p| *p == Phase::Fault(Fault::Stale));
+        let stale = stale.unwrap_or_else(|| panic!("no stale fault: {:?}", s.phases));
+        assert_eq!(
+            &s.phases[..3],
+            &[Phase::Standing, Phase::FadeIn, Phase::Running]
+        );
+        // Latched: a reconnected cable does not bring the policy back.
+        assert!(
+            !s.phases[stale..].contains(&Phase::Running),
+            "{:?}",
+            s.phases
+        );
+        assert_eq!(s.phases.last(), Some(&Phase::Off));
+        assert!(rig.tap.offers() >= 2, "the cable was plugged in again");
+        goals_inside_limits(&rig.tap.sent());
+        // After the reconnection the runtime asked the board who it is before anything else.
+        let sent = rig.tap.sent();
+        assert!(sent.iter().filter(|s| **s == Sent::Ping(100)).count() >= 2);
+        // The board's fault stayed latched: nothing the runtime sent cleared it.
+        assert!(!board_commands(&sent).ends_with(&[command::CLEAR]));
+        assert_eq!(rig.board.observed().state, SafetyState::Fault);
+    })
 }
 
 #[test]
 fn a_silent_board_is_a_stale_stream_and_the_last_goal_is_held() {
-    let rig = rig();
-    let cfg = config(&rig);
-    let bundle = installed_bundle(&rig);
-    let s = std::thread::scope(|scope| {
-        let h = scope.spawn(|| run_for(&cfg, &bundle, 3.0));
-        std::thread::sleep(Duration::from_millis(1600));
-        rig.tap.mute(true);
-        std::thread::sleep(Duration::from_millis(400));
-        rig.tap.mute(false);
-        h.join().unwrap()
-    })
-    .unwrap();
-    assert!(
-        s.phases.contains(&Phase::Fault(Fault::Stale)),
-        "{:?}",
-        s.phases
-    );
-    assert_eq!(s.phases.last(), Some(&Phase::Off));
-    let mut reader = clawrl_runtime::telemetry::LogReader::open(&s.log.unwrap()).unwrap();
-    let mut held = Vec::new();
-    while let Some(r) = reader.next_record().unwrap() {
-        if r.output.phase == Phase::Fault(Fault::Stale) {
-            held.push(r.output.goals.unwrap());
+    with_deadline(|| {
+        let rig = rig();
+        let cfg = config(&rig);
+        let bundle = installed_bundle(&rig);
+        let s = std::thread::scope(|scope| {
+            let h = scope.spawn(|| run_for(&cfg, &bundle, 3.0));
+            std::thread::sleep(Duration::from_millis(1600));
+            rig.tap.mute(true);
+            std::thread::sleep(Duration::from_millis(400));
+            rig.tap.mute(false);
+            h.join().unwrap()
+        })
+        .unwrap();
+        assert!(
+            s.phases.contains(&Phase::Fault(Fault::Stale)),
+            "{:?}",
+            s.phases
+        );
+        assert_eq!(s.phases.last(), Some(&Phase::Off));
+        let mut reader = clawrl_runtime::telemetry::LogReader::open(&s.log.unwrap()).unwrap();
+        let mut held = Vec::new();
+        while let Some(r) = reader.next_record().unwrap() {
+            if r.output.phase == Phase::Fault(Fault::Stale) {
+                held.push(r.output.goals.unwrap());
+            }
         }
-    }
-    assert!(held.len() > 5 && held.windows(2).all(|w| w[0] == w[1]));
-    goals_inside_limits(&rig.tap.sent());
+        assert!(held.len() > 5 && held.windows(2).all(|w| w[0] == w[1]));
+        goals_inside_limits(&rig.tap.sent());
+    })
 }
 
 #[test]
 fn a_corrupt_bundle_is_refused_before_anything_reaches_the_wire() {
-    let rig = rig();
-    let cfg = config(&rig);
-    let b = rig.dir.path().join("student.clawrl");
-    synthetic::write_shipped_shape(&b, 7).unwrap();
-    let mut bytes = std::fs::read(&b).unwrap();
-    let n = bytes.len();
-    bytes[n - 100] ^= 0x40;
-    std::fs::write(&b, bytes).unwrap();
-    let e = run_for(&cfg, &b, 1.0).unwrap_err().to_string();
-    assert!(
-        e.contains("student.clawrl") && e.contains("check failed"),
-        "{e}"
-    );
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(rig.tap.sent().is_empty(), "{:?}", rig.tap.sent());
+    with_deadline(|| {
+        let rig = rig();
+        let cfg = config(&rig);
+        let b = rig.dir.path().join("student.clawrl");
+        synthetic::write_shipped_shape(&b, 7).unwrap();
+        let mut bytes = std::fs::read(&b).unwrap();
+        let n = bytes.len();
+        bytes[n - 100] ^= 0x40;
+        std::fs::write(&b, bytes).unwrap();
+        let e = run_for(&cfg, &b, 1.0).unwrap_err().to_string();
+        assert!(
+            e.contains("student.clawrl") && e.contains("check failed"),
+            "{e}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(rig.tap.sent().is_empty(), "{:?}", rig.tap.sent());
+    })
 }
 
 #[test]
 fn a_missing_port_or_a_silent_board_gets_one_clear_message() {
-    let rig = rig();
-    let bundle = installed_bundle(&rig);
-    let mut o = overrides(&rig);
-    o[0] = "serial.port=\"/dev/clawrl-no-such-port\"".into();
-    let cfg = RuntimeConfig::load(&repo().join("configs/runtime/robot.toml"), &o).unwrap();
-    let e = format!("{:#}", run_for(&cfg, &bundle, 1.0).unwrap_err());
-    assert!(e.contains("/dev/clawrl-no-such-port"), "{e}");
-    rig.tap.mute(true);
-    let e = format!("{:#}", run_for(&config(&rig), &bundle, 1.0).unwrap_err());
-    assert!(e.contains("device 100 did not answer"), "{e}");
-    // Nothing but PING reached the board.
-    assert!(rig.tap.sent().iter().all(|s| *s == Sent::Ping(100)));
+    with_deadline(|| {
+        let rig = rig();
+        let bundle = installed_bundle(&rig);
+        let mut o = overrides(&rig);
+        o[0] = "serial.port=\"/dev/clawrl-no-such-port\"".into();
+        let cfg = RuntimeConfig::load(&repo().join("configs/runtime/robot.toml"), &o).unwrap();
+        let e = format!("{:#}", run_for(&cfg, &bundle, 1.0).unwrap_err());
+        assert!(e.contains("/dev/clawrl-no-such-port"), "{e}");
+        rig.tap.mute(true);
+        let e = format!("{:#}", run_for(&config(&rig), &bundle, 1.0).unwrap_err());
+        assert!(e.contains("device 100 did not answer"), "{e}");
+        // Nothing but PING reached the board.
+        assert!(rig.tap.sent().iter().all(|s| *s == Sent::Ping(100)));
+    })
 }
 
 #[test]
 fn sigterm_lowers_the_robot_and_disables_the_torque_before_exit() {
-    let rig = rig();
-    let bundle = installed_bundle(&rig);
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_clawrl-runtime"));
-    cmd.arg("run")
-        .arg("--config")
-        .arg(repo().join("configs/runtime/robot.toml"))
-        .arg("--bundle")
-        .arg(&bundle);
-    for o in overrides(&rig) {
-        cmd.arg("--set").arg(o);
-    }
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(2000));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        text.contains("Running, Halting, FadeOut, Lowering, Off"),
-        "{text}"
-    );
-    let sent = rig.tap.sent();
-    assert_eq!(board_commands(&sent).last(), Some(&command::DISABLE));
-    let goals = goals_inside_limits(&sent);
-    // The last goals are the rest pose (knees folded), not wherever the policy left them.
-    let last = goals.last().unwrap();
-    for (i, g) in last.iter().enumerate() {
-        let rest = clawrl_robot::quadruped::REST_POSE[i];
-        assert!((g - rest).abs() < 2e-3, "servo {i}: {g} vs rest {rest}");
-    }
-    rig.board
-        .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Idle)
-        .expect("torque off");
+    with_deadline(|| {
+        let rig = rig();
+        let bundle = installed_bundle(&rig);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_clawrl-runtime"));
+        cmd.arg("run")
+            .arg("--config")
+            .arg(repo().join("configs/runtime/robot.toml"))
+            .arg("--bundle")
+            .arg(&bundle);
+        for o in overrides(&rig) {
+            cmd.arg("--set").arg(o);
+        }
+        let child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(2000));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("Running, Halting, FadeOut, Lowering, Off"),
+            "{text}"
+        );
+        let sent = rig.tap.sent();
+        assert_eq!(board_commands(&sent).last(), Some(&command::DISABLE));
+        let goals = goals_inside_limits(&sent);
+        // The last goals are the rest pose (knees folded), not wherever the policy left them.
+        let last = goals.last().unwrap();
+        for (i, g) in last.iter().enumerate() {
+            let rest = clawrl_robot::quadruped::REST_POSE[i];
+            assert!((g - rest).abs() < 2e-3, "servo {i}: {g} vs rest {rest}");
+        }
+        rig.board
+            .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Idle)
+            .expect("torque off");
+    })
 }
 
 /// `clawrl-runtime run` on the rig for `seconds`, with `extra` arguments; waits for its end.
@@ -413,57 +451,59 @@ fn run_binary(rig: &Rig, bundle: &Path, seconds: f64, extra: &[&str]) -> std::pr
 
 #[test]
 fn a_latched_e_stop_survives_a_restart_until_the_operator_clears_it() {
-    let rig = rig();
-    let cfg = config(&rig);
-    let bundle = installed_bundle(&rig);
-    // The operator's e-stop (Safety Command 3), written while no runtime runs.
-    {
-        let mut link = clawrl_runtime::link::Link::open(
-            &cfg.serial.port,
-            cfg.serial.baud,
-            Duration::from_millis(200),
-        )
-        .unwrap();
-        link.command(command::ESTOP).unwrap();
-    }
-    rig.board
-        .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::EStop)
-        .expect("the board in e-stop");
+    with_deadline(|| {
+        let rig = rig();
+        let cfg = config(&rig);
+        let bundle = installed_bundle(&rig);
+        // The operator's e-stop (Safety Command 3), written while no runtime runs.
+        {
+            let mut link = clawrl_runtime::link::Link::open(
+                &cfg.serial.port,
+                cfg.serial.baud,
+                Duration::from_millis(200),
+            )
+            .unwrap();
+            link.command(command::ESTOP).unwrap();
+        }
+        rig.board
+            .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::EStop)
+            .expect("the board in e-stop");
 
-    // A plain restart refuses, names the latch in words and the way out, and clears nothing.
-    let out = run_binary(&rig, &bundle, 2.0, &[]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(
-        err.contains("the board is in e-stop")
-            && err.contains("0x0010")
-            && err.contains("--clear-estop"),
-        "{err}"
-    );
-    let sent = rig.tap.sent();
-    assert_eq!(board_commands(&sent), [command::ESTOP], "{sent:?}");
-    assert!(!sent.iter().any(|s| matches!(s, Sent::Goals(_))));
-    std::thread::sleep(Duration::from_millis(100));
-    let o = rig.board.observed();
-    assert_eq!(o.state, SafetyState::EStop);
-    assert_ne!(o.faults & fault::ESTOP, 0);
-    // The library says the same.
-    let e = format!("{:#}", run_for(&cfg, &bundle, 1.0).unwrap_err());
-    assert!(e.contains("the board is in e-stop"), "{e}");
-    assert_eq!(rig.board.observed().state, SafetyState::EStop);
+        // A plain restart refuses, names the latch in words and the way out, and clears nothing.
+        let out = run_binary(&rig, &bundle, 2.0, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(
+            err.contains("the board is in e-stop")
+                && err.contains("0x0010")
+                && err.contains("--clear-estop"),
+            "{err}"
+        );
+        let sent = rig.tap.sent();
+        assert_eq!(board_commands(&sent), [command::ESTOP], "{sent:?}");
+        assert!(!sent.iter().any(|s| matches!(s, Sent::Goals(_))));
+        std::thread::sleep(Duration::from_millis(100));
+        let o = rig.board.observed();
+        assert_eq!(o.state, SafetyState::EStop);
+        assert_ne!(o.faults & fault::ESTOP, 0);
+        // The library says the same.
+        let e = format!("{:#}", run_for(&cfg, &bundle, 1.0).unwrap_err());
+        assert!(e.contains("the board is in e-stop"), "{e}");
+        assert_eq!(rig.board.observed().state, SafetyState::EStop);
 
-    // The operator's explicit flag clears it, and the robot runs.
-    let out = run_binary(&rig, &bundle, 2.5, &["--clear-estop"]);
-    let (text, err) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{text}{err}");
-    assert!(err.contains("cleared them at start-up"), "{err}");
-    assert!(text.contains("Running"), "{text}");
-    rig.board
-        .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Idle)
-        .expect("torque off, nothing latched");
+        // The operator's explicit flag clears it, and the robot runs.
+        let out = run_binary(&rig, &bundle, 2.5, &["--clear-estop"]);
+        let (text, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{text}{err}");
+        assert!(err.contains("cleared them at start-up"), "{err}");
+        assert!(text.contains("Running"), "{text}");
+        rig.board
+            .wait_for(Duration::from_secs(1), |o| o.state == SafetyState::Idle)
+            .expect("torque off, nothing latched");
+    })
 }
 
 /// A device on a pseudo-terminal that answers every PING with `model`.
@@ -502,41 +542,45 @@ fn impostor(model: u16) -> (tempfile::TempDir, std::thread::JoinHandle<()>, Path
 
 #[test]
 fn a_device_with_the_wrong_model_number_is_refused_by_name() {
-    let rig = rig();
-    let bundle = installed_bundle(&rig);
-    // Model 1030 (an XM430 servo, the e-Manual's PING example) where the board should be.
-    let (_dir, h, link) = impostor(1030);
-    let mut o = overrides(&rig);
-    o[0] = format!("serial.port={:?}", link.display().to_string());
-    let cfg = RuntimeConfig::load(&repo().join("configs/runtime/robot.toml"), &o).unwrap();
-    let e = format!("{:#}", run_for(&cfg, &bundle, 1.0).unwrap_err());
-    assert!(
-        e.contains("device 100 answered model number 0x0406, expected 0xc1b0"),
-        "{e}"
-    );
-    h.join().unwrap();
+    with_deadline(|| {
+        let rig = rig();
+        let bundle = installed_bundle(&rig);
+        // Model 1030 (an XM430 servo, the e-Manual's PING example) where the board should be.
+        let (_dir, h, link) = impostor(1030);
+        let mut o = overrides(&rig);
+        o[0] = format!("serial.port={:?}", link.display().to_string());
+        let cfg = RuntimeConfig::load(&repo().join("configs/runtime/robot.toml"), &o).unwrap();
+        let e = format!("{:#}", run_for(&cfg, &bundle, 1.0).unwrap_err());
+        assert!(
+            e.contains("device 100 answered model number 0x0406, expected 0xc1b0"),
+            "{e}"
+        );
+        h.join().unwrap();
+    })
 }
 
 #[test]
 fn a_config_with_an_unknown_or_out_of_range_key_names_the_file_and_the_key() {
-    let path = repo().join("configs/runtime/robot.toml");
-    let e = RuntimeConfig::load(&path, &["safety.tilt_limit_deg=200".into()]).unwrap_err();
-    let text = e.to_string();
-    assert!(
-        text.contains("robot.toml") && text.contains("safety.tilt_limit_deg"),
-        "{text}"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("robot.toml");
-    let body = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(
-        &bad,
-        body.replace("[serial]\n", "[serial]\nparity = \"even\"\n"),
-    )
-    .unwrap();
-    let text = RuntimeConfig::load(&bad, &[]).unwrap_err().to_string();
-    assert!(text.contains("parity"), "{text}");
-    std::fs::write(&bad, body.replace("stale_cycles = 5\n", "")).unwrap();
-    let text = RuntimeConfig::load(&bad, &[]).unwrap_err().to_string();
-    assert!(text.contains("stale_cycles"), "{text}");
+    with_deadline(|| {
+        let path = repo().join("configs/runtime/robot.toml");
+        let e = RuntimeConfig::load(&path, &["safety.tilt_limit_deg=200".into()]).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("robot.toml") && text.contains("safety.tilt_limit_deg"),
+            "{text}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("robot.toml");
+        let body = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(
+            &bad,
+            body.replace("[serial]\n", "[serial]\nparity = \"even\"\n"),
+        )
+        .unwrap();
+        let text = RuntimeConfig::load(&bad, &[]).unwrap_err().to_string();
+        assert!(text.contains("parity"), "{text}");
+        std::fs::write(&bad, body.replace("stale_cycles = 5\n", "")).unwrap();
+        let text = RuntimeConfig::load(&bad, &[]).unwrap_err().to_string();
+        assert!(text.contains("stale_cycles"), "{text}");
+    })
 }
