@@ -121,7 +121,7 @@ impl FirmwareConfig {
         servos[9].calibration.reversed = true;
         Self {
             servos,
-            tick_us: 1000,
+            tick_us: clawrl_robot::board::TICK_US,
             max_slew_rad_per_s: 8.0,
             watchdog_ms: 100,
             watchdog_min_ms: 10,

@@ -179,7 +179,8 @@ impl Controller {
         self.imu_ok = sensors.imu.is_ok();
         if let Ok(sample) = sensors.imu {
             self.imu = sample;
-            self.filter.update(&sample, dt_s);
+            self.filter
+                .update(sample.gyro_rad_s, sample.accel_m_s2, dt_s);
         }
     }
 

@@ -71,16 +71,8 @@ pub fn clamp_to_limits(rad: f32, min: f32, max: f32) -> f32 {
     }
 }
 
-/// Moves `from` towards `to` by at most `max_step`; towards NaN (a dead sensor under damp) it
-/// stays where it is.
-pub fn slew(from: f32, to: f32, max_step: f32) -> f32 {
-    let delta = to - from;
-    if delta.is_nan() {
-        from
-    } else {
-        from + delta.clamp(-max_step, max_step)
-    }
-}
+/// Moves `from` towards `to` by at most `max_step` (shared with the simulator).
+pub use clawrl_robot::board::slew;
 
 /// Whether soft limits reach beyond the hard ones by more than a rounding error (limits come
 /// in whole ticks, 1.5 mrad apart).
@@ -163,12 +155,15 @@ impl Servo {
     }
 
     /// Takes a new sensor sample; velocity is differentiated and low-passed here because a
-    /// potentiometer gives position only.
+    /// potentiometer gives position only (`clawrl_robot::board::differentiate`, shared with
+    /// the simulator).
     pub fn observe(&mut self, sample: ServoSample, dt_s: f32) {
-        if dt_s > 0.0 {
-            let raw = (sample.position_rad - self.present.position_rad) / dt_s;
-            self.velocity_rad_s += 0.3 * (raw - self.velocity_rad_s);
-        }
+        self.velocity_rad_s = clawrl_robot::board::differentiate(
+            self.velocity_rad_s,
+            self.present.position_rad,
+            sample.position_rad,
+            dt_s,
+        );
         self.present = sample;
     }
 

@@ -9,7 +9,7 @@ use crate::imu::{ImuError, ImuSample};
 use crate::safety::SafetyState;
 use clawrl_protocol::ErrorCode;
 use clawrl_protocol::table::{self, Field, LayoutError, board, servo};
-use clawrl_protocol::units::{self, ids};
+use clawrl_protocol::units::{self, ids, registers};
 
 pub const FIRMWARE_VERSION: u8 = 1;
 /// Largest table, so one buffer renders either.
@@ -21,7 +21,7 @@ fn put(out: &mut [u8], address: u16, bytes: &[u8]) {
 
 /// Position ticks of a measured angle; a dead sensor's infinity must not overflow.
 fn present_ticks(rad: f32) -> i32 {
-    units::rad_to_ticks(rad.clamp(-1.0e5, 1.0e5))
+    registers::position_ticks(rad)
 }
 
 /// A position register as written (4 bytes, signed ticks as X-series) in rad. Values far beyond
@@ -31,7 +31,7 @@ fn written_rad(value: u32) -> f32 {
 }
 
 fn clamp_i16(v: f32) -> i16 {
-    units::libm_round(v).clamp(i16::MIN as i32, i16::MAX as i32) as i16
+    registers::i16_register(v)
 }
 
 fn layout_error(e: LayoutError) -> ErrorCode {
@@ -196,19 +196,19 @@ impl Controller {
             put(
                 out,
                 board::GYRO + a,
-                &clamp_i16(self.imu.gyro_rad_s[axis] * 1000.0).to_le_bytes(),
+                &clamp_i16(self.imu.gyro_rad_s[axis] * registers::GYRO_PER_RAD_S).to_le_bytes(),
             );
             put(
                 out,
                 board::ACCEL + a,
-                &clamp_i16(self.imu.accel_m_s2[axis] * 100.0).to_le_bytes(),
+                &clamp_i16(self.imu.accel_m_s2[axis] * registers::ACCEL_PER_M_S2).to_le_bytes(),
             );
         }
         for (i, c) in self.filter.quaternion().iter().enumerate() {
             put(
                 out,
                 board::QUATERNION + 2 * i as u16,
-                &clamp_i16(c * 16384.0).to_le_bytes(),
+                &clamp_i16(c * registers::QUAT_PER_UNIT).to_le_bytes(),
             );
         }
     }
@@ -217,10 +217,8 @@ impl Controller {
     fn render_mirror(&self, out: &mut [u8]) {
         for (i, s) in self.servos.iter().enumerate() {
             let at = board::SERVO_MIRROR + i as u16 * board::SERVO_MIRROR_ENTRY_LEN;
-            let ticks = present_ticks(s.present.position_rad)
-                .clamp(i16::MIN as i32, i16::MAX as i32) as i16;
-            let velocity = units::rad_per_s_to_velocity_units(s.velocity_rad_s)
-                .clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+            let ticks = registers::position_register(s.present.position_rad);
+            let velocity = registers::velocity_register(s.velocity_rad_s);
             put(out, at, &ticks.to_le_bytes());
             put(out, at + 2, &velocity.to_le_bytes());
             put(out, at + 4, &clamp_i16(s.present.current_ma).to_le_bytes());

@@ -24,6 +24,44 @@ pub fn velocity_units_to_rad_per_s(units: i32) -> f32 {
     units as f32 * VELOCITY_UNIT_RPM * TAU / 60.0
 }
 
+/// The board's i16 registers (protocol/src/table/board.rs and the servo mirror): what the
+/// firmware renders and the runtime decodes, so both sides (and the simulator's board sensor
+/// path) quantise the same way.
+pub mod registers {
+    use super::{libm_round, rad_per_s_to_velocity_units, rad_to_ticks};
+
+    /// Gyro register LSB per rad/s (1 mrad/s), accelerometer LSB per m/s² (0.01 m/s²),
+    /// quaternion LSB per unit (Q14).
+    pub const GYRO_PER_RAD_S: f32 = 1000.0;
+    pub const ACCEL_PER_M_S2: f32 = 100.0;
+    pub const QUAT_PER_UNIT: f32 = 16384.0;
+    /// The same scales read back (SI per LSB), as the runtime decodes them.
+    pub const GYRO_RAD_S: f64 = 1e-3;
+    pub const ACCEL_M_S2: f64 = 0.01;
+    pub const QUAT: f64 = 1.0 / 16384.0;
+
+    /// A value rounded into an i16 register, saturating.
+    pub fn i16_register(v: f32) -> i16 {
+        libm_round(v).clamp(i16::MIN as i32, i16::MAX as i32) as i16
+    }
+
+    /// Position ticks of a measured angle as the servo mirror holds them; a dead sensor's
+    /// infinity must not overflow.
+    pub fn position_ticks(rad: f32) -> i32 {
+        rad_to_ticks(rad.clamp(-1.0e5, 1.0e5))
+    }
+
+    /// The servo mirror's position register (i16 ticks).
+    pub fn position_register(rad: f32) -> i16 {
+        position_ticks(rad).clamp(i16::MIN as i32, i16::MAX as i32) as i16
+    }
+
+    /// The servo mirror's velocity register (i16, 0.229 rpm units).
+    pub fn velocity_register(rad_s: f32) -> i16 {
+        rad_per_s_to_velocity_units(rad_s).clamp(i16::MIN as i32, i16::MAX as i32) as i16
+    }
+}
+
 /// Round half away from zero without std (no `f32::round` in core on stable).
 pub fn libm_round(x: f32) -> i32 {
     if x >= 0.0 {

@@ -7,10 +7,14 @@
 //!   action map (action -> servo target).
 //! - [`ObsSource`]: which observation vector a network reads.
 //! - [`History`]: the stack of past observations a student reads.
+//! - [`board`]: what the servo board does between the body and the runtime (IMU filter,
+//!   velocity from position, slew limit, register quantisation), shared by the firmware and
+//!   the simulator's board sensor path.
 //!
 //! Without the `std` feature only the constants remain (for the no_std firmware).
 #![cfg_attr(not(feature = "std"), no_std)]
 
+pub mod board;
 pub mod quadruped;
 pub mod rotation;
 

@@ -166,6 +166,13 @@ pub struct NoiseConfig {
     pub accelerometer: f64,
     pub joint_pos: f64,
     pub joint_vel: f64,
+    /// Route the onboard observation through the servo board's sensor path
+    /// (`clawrl_robot::board`, the firmware's own code): the IMU orientation from its filter,
+    /// joint velocities differentiated from positions at its 1 kHz tick, everything quantised
+    /// as the runtime reads it (positions in 4096-per-turn ticks). The noise above is added
+    /// on top. false in configs written before the key existed.
+    #[serde(default)]
+    pub board_sensor_path: bool,
 }
 
 fn unit_interval_one() -> [f64; 2] {
@@ -344,6 +351,18 @@ impl Validate for TaskConfig {
             ("noise.joint_vel", n.joint_vel),
         ] {
             check_range(key, v, 0.0, 10.0)?;
+        }
+        if let (true, Some(dt)) = (n.board_sensor_path, e.physics_dt) {
+            let tick = f64::from(clawrl_robot::board::TICK_US) * 1e-6;
+            let ticks = dt / tick;
+            if ticks.round() < 1.0 || (ticks - ticks.round()).abs() > 1e-6 {
+                return Err(KeyError::new(
+                    "noise.board_sensor_path",
+                    format!(
+                        "needs env.physics_dt ({dt} s) to be a whole number of board ticks ({tick} s)"
+                    ),
+                ));
+            }
         }
         Ok(())
     }

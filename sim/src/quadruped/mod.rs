@@ -31,6 +31,7 @@ use crate::env::{EpisodeLog, check_action};
 use crate::rng::{SimRng, rng, uniform};
 use crate::{ActionMap, Env, EnvSpec, ObsSource, OnboardLayout, SimError, Telemetry, model};
 use clawrl_robot::OnboardSensors;
+use clawrl_robot::board::BoardSensorPath;
 use math::{Vec3, axis_angle, dot, mul, rotate, rotate_inv};
 use observation::{ONBOARD_DIM, PRIVILEGED_DIM};
 use reward::{NUM_TERMS, RewardInputs, TERMS};
@@ -41,6 +42,12 @@ const CLAW_CLOSED: f64 = 1.2;
 /// Radius of the foot sphere (`<default class="foot">` in the MJCF): its centre this high above
 /// the floor is a foot on the ground.
 const FOOT_RADIUS: f64 = 0.016;
+
+/// Board ticks (`clawrl_robot::board::TICK_US`) per physics step, at least one.
+fn board_ticks(physics_dt: f64) -> usize {
+    let tick = f64::from(clawrl_robot::board::TICK_US) * 1e-6;
+    ((physics_dt / tick).round() as usize).max(1)
+}
 
 /// Per foot: height above the floor (m), speed along it (m/s).
 type FootMotion = ([f64; NUM_FEET], [f64; NUM_FEET]);
@@ -100,8 +107,13 @@ pub struct QuadrupedEnv {
     /// Foot body positions (world) at the last control step: foot speed for clearance and slip.
     foot_pos: [Vec3; NUM_FEET],
     term_sums: [f64; NUM_TERMS],
-    /// The raw sensor readings the onboard observation was last built from (before noise).
+    /// The raw sensor readings the onboard observation was last built from (before noise):
+    /// through the board when `noise.board_sensor_path` is on.
     sensors: OnboardSensors,
+    /// The servo board's sensor side (`noise.board_sensor_path`), and its ticks per physics
+    /// step.
+    board: Option<BoardSensorPath>,
+    board_ticks: usize,
     onboard: [f32; ONBOARD_DIM],
     privileged: [f32; PRIVILEGED_DIM],
 }
@@ -162,6 +174,8 @@ impl QuadrupedEnv {
             foot_pos: [[0.0; 3]; NUM_FEET],
             term_sums: [0.0; NUM_TERMS],
             sensors: OnboardSensors::default(),
+            board: None,
+            board_ticks: board_ticks(physics_dt),
             onboard: [0.0; ONBOARD_DIM],
             privileged: [0.0; PRIVILEGED_DIM],
         }
@@ -455,6 +469,12 @@ impl Env for QuadrupedEnv {
         self.foot_pos = self.foot_positions();
         self.term_sums = [0.0; NUM_TERMS];
         self.started = true;
+        // A board that has run through the stand-up: settled on the body as it is now.
+        self.board = self
+            .cfg
+            .noise
+            .board_sensor_path
+            .then(|| BoardSensorPath::settled(&self.read_sensors()));
         self.update_observation();
     }
 
@@ -478,6 +498,7 @@ impl Env for QuadrupedEnv {
             });
             self.data.step();
             power += self.leg_power();
+            self.tick_board();
         }
         self.target = new_target;
         self.maybe_push();
@@ -607,6 +628,24 @@ impl QuadrupedEnv {
             joint_pos: std::array::from_fn(|i| qpos[l.servo_qpos[i]] + self.params.joint_offset[i]),
             joint_vel: std::array::from_fn(|i| qvel[l.servo_dof[i]]),
         }
+    }
+
+    /// The board's ticks over the physics step just taken, each reading the body as that step
+    /// left it (as the HIL board reads the MuJoCo body); nothing without a board.
+    fn tick_board(&mut self) {
+        if self.board.is_none() {
+            return;
+        }
+        let s = self.read_sensors();
+        let board = self.board.as_mut().expect("checked");
+        for _ in 0..self.board_ticks {
+            board.tick(&s);
+        }
+    }
+
+    /// The board's sensor path (`noise.board_sensor_path`), for inspection.
+    pub fn board(&self) -> Option<&BoardSensorPath> {
+        self.board.as_ref()
     }
 
     /// Each servo's actuator force now (N m).

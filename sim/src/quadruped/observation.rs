@@ -47,12 +47,18 @@ impl QuadrupedEnv {
         let n = &self.cfg.noise;
         let (qpos, qvel) = (self.data.qpos(), self.data.qvel());
         // What the sensors read; the servos read their own angle plus a calibration error.
-        let sensors = OnboardSensors {
-            gyro: self.sensor(l.sensor_gyro),
-            quat: self.base_quat(),
-            acc: self.sensor(l.sensor_acc),
-            joint_pos: std::array::from_fn(|i| qpos[l.servo_qpos[i]] + self.params.joint_offset[i]),
-            joint_vel: std::array::from_fn(|i| qvel[l.servo_dof[i]]),
+        // Through the board (`noise.board_sensor_path`): what the runtime decodes from it.
+        let sensors = match &self.board {
+            Some(board) => board.reading(),
+            None => OnboardSensors {
+                gyro: self.sensor(l.sensor_gyro),
+                quat: self.base_quat(),
+                acc: self.sensor(l.sensor_acc),
+                joint_pos: std::array::from_fn(|i| {
+                    qpos[l.servo_qpos[i]] + self.params.joint_offset[i]
+                }),
+                joint_vel: std::array::from_fn(|i| qvel[l.servo_dof[i]]),
+            },
         };
         // The runtime builds its observation with the same function (clawrl-robot).
         let mut values = [0.0f64; ONBOARD_DIM];
