@@ -41,20 +41,51 @@ pub fn run(a: &RunArgs) -> Result<String> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
+    // Every signal acknowledged on the terminal, from a thread of its own.
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .context("installing signal handlers")?;
+    let signals_handle = signals.handle();
+    let acknowledge = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for (n, sig) in signals.forever().enumerate() {
+                let name = if sig == signal_hook::consts::SIGINT {
+                    "SIGINT"
+                } else {
+                    "SIGTERM"
+                };
+                if n == 0 {
+                    eprintln!(
+                        "clawrl-runtime: {name}: stopping (halt, fade out, lower, torque off)"
+                    );
+                } else {
+                    eprintln!(
+                        "clawrl-runtime: {name} again: the stop is already under way, the robot is being lowered; use the board's e-stop to cut the torque at once"
+                    );
+                }
+            }
+        })?;
     let opts = RunOptions {
         bundle,
         duration: a.seconds.map(Duration::from_secs_f64),
         stop,
         clear_estop: a.clear_estop,
     };
-    let s = crate::run::run(&cfg, &opts)?;
+    let result = crate::run::run(&cfg, &opts);
+    signals_handle.close();
+    let _ = acknowledge.join();
+    let s = result?;
     Ok(format!(
-        "{} cycles, {} missed deadlines, max lateness {:?}, final phase {:?}, phases {:?}, \
+        "{} cycles, {} missed deadlines, max lateness {:?}, final phase {}, phases {:?}, \
          {} goal entries limited, {} link drop(s), {} records dropped{}",
         s.cycles,
         s.missed_deadlines,
         s.max_lateness,
-        s.final_phase,
+        s.final_phase
+            .map_or_else(|| "none".to_string(), |p| format!("{p:?}")),
         s.phases,
         s.goals_limited,
         s.link_downs,

@@ -25,7 +25,7 @@ use clawrl_robot::quadruped::NUM_SERVOS;
 use crossbeam::channel::{Receiver, Sender, TryRecvError, bounded};
 
 use crate::config::RuntimeConfig;
-use crate::controller::{Act, BoardCommand, Controller, Input, Output, Phase};
+use crate::controller::{Act, BoardCommand, Controller, Fault, Input, Output, Phase};
 use crate::inference::Student;
 use crate::link::{Link, LinkError};
 use crate::observation::ObservationBuilder;
@@ -72,6 +72,63 @@ pub struct Channels {
     pub events: Receiver<SerialEvent>,
     pub commands: Sender<SerialCmd>,
     pub telemetry: Option<Sender<Record>>,
+    /// What an operator is told the moment it happens (phase changes, link loss, the board's
+    /// alert), printed by the report thread: the control thread only `try_send`s.
+    pub notices: Option<Sender<Notice>>,
+}
+
+/// Something the operator hears about while the robot runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Notice {
+    Phase {
+        cycle: u64,
+        from: Phase,
+        to: Phase,
+    },
+    LinkDown {
+        cycle: u64,
+    },
+    LinkUp {
+        cycle: u64,
+    },
+    /// The board's alert bit came on (it latched a fault or an e-stop of its own).
+    BoardAlert {
+        cycle: u64,
+    },
+}
+
+impl Notice {
+    /// The line printed for it; `rate_hz` turns cycles into seconds.
+    pub fn line(&self, rate_hz: f64) -> String {
+        let at = |c: u64| format!("cycle {c} ({:.2} s)", c as f64 / rate_hz);
+        match *self {
+            Notice::Phase { cycle, from, to } => {
+                let why = match to {
+                    Phase::Fault(Fault::Stale) => {
+                        ": stale fault, no fresh reading from the board; holding the last goals, the board's watchdog acts"
+                    }
+                    Phase::Fault(Fault::Board) => {
+                        ": board alert, the board latched a fault or e-stop and acts on its own"
+                    }
+                    Phase::Fault(Fault::NonFinite) => {
+                        ": a NaN or infinity in a reading or the action; holding the last goals"
+                    }
+                    Phase::Fault(Fault::Inference) => ": the policy could not run",
+                    Phase::EStop => ": e-stop",
+                    _ => "",
+                };
+                format!("{}: phase {from:?} -> {to:?}{why}", at(cycle))
+            }
+            Notice::LinkDown { cycle } => {
+                format!("{}: serial link lost; reopening the port", at(cycle))
+            }
+            Notice::LinkUp { cycle } => format!("{}: serial link back", at(cycle)),
+            Notice::BoardAlert { cycle } => format!(
+                "{}: board alert: the board reports a latched fault or e-stop",
+                at(cycle)
+            ),
+        }
+    }
 }
 
 /// One control cycle as the control thread runs it, apart from the wait: kept separate so a
@@ -83,6 +140,7 @@ pub struct ControlLoop<P> {
     link_up: bool,
     cycle: u64,
     latest: Option<BoardState>,
+    alert: bool,
 }
 
 impl<P: Act> ControlLoop<P> {
@@ -94,6 +152,7 @@ impl<P: Act> ControlLoop<P> {
             link_up: true,
             cycle: 0,
             latest: None,
+            alert: false,
         }
     }
 
@@ -108,15 +167,32 @@ impl<P: Act> ControlLoop<P> {
         summary: &mut Summary,
     ) -> Record {
         let (events, commands, telemetry) = (&ch.events, &ch.commands, ch.telemetry.as_ref());
+        // Notices are rare and never waited for: a full channel loses one, the loop goes on.
+        let notify = |n: Notice| {
+            if let Some(tx) = &ch.notices {
+                let _ = tx.try_send(n);
+            }
+        };
+        let cycle = self.cycle;
         self.latest = None;
         loop {
             match events.try_recv() {
-                Ok(SerialEvent::State(s)) => self.latest = Some(s),
+                Ok(SerialEvent::State(s)) => {
+                    if s.alert && !self.alert {
+                        notify(Notice::BoardAlert { cycle });
+                    }
+                    self.alert = s.alert;
+                    self.latest = Some(s);
+                }
                 Ok(SerialEvent::Down) => {
                     self.link_up = false;
                     summary.link_downs += 1;
+                    notify(Notice::LinkDown { cycle });
                 }
-                Ok(SerialEvent::Up) => self.link_up = true,
+                Ok(SerialEvent::Up) => {
+                    self.link_up = true;
+                    notify(Notice::LinkUp { cycle });
+                }
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
@@ -166,6 +242,11 @@ impl<P: Act> ControlLoop<P> {
             // Phase changes are rare (a handful per run): the push may allocate, the steady
             // loop never reaches it.
             summary.phases.push(self.out.phase);
+            notify(Notice::Phase {
+                cycle,
+                from: prev,
+                to: self.out.phase,
+            });
         }
         record
     }
@@ -220,6 +301,11 @@ pub fn controller_for(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<ControlLoo
 /// Opens the port and brings the board to a known state (torque off, faults cleared). A board
 /// latched in e-stop is refused unless `clear_estop` (see [`Link::handshake`]).
 pub fn connect(cfg: &RuntimeConfig, clear_estop: bool) -> Result<Link> {
+    connect_info(cfg, clear_estop).map(|(link, _)| link)
+}
+
+/// [`connect`], with what the board said at the handshake.
+fn connect_info(cfg: &RuntimeConfig, clear_estop: bool) -> Result<(Link, crate::link::BoardInfo)> {
     let s = &cfg.serial;
     let mut link = Link::open(&s.port, s.baud, Duration::from_millis(s.answer_timeout_ms))?;
     let info = link
@@ -242,14 +328,14 @@ pub fn connect(cfg: &RuntimeConfig, clear_estop: bool) -> Result<Link> {
             }
         );
     }
-    Ok(link)
+    Ok((link, info))
 }
 
 /// Runs the robot until stopped.
 pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     let bundle = load_bundle(cfg, &opts.bundle)?;
     let mut control = controller_for(cfg, &bundle)?;
-    let link = connect(cfg, opts.clear_estop)?;
+    let (link, info) = connect_info(cfg, opts.clear_estop)?;
     let mut summary = Summary::default();
 
     let (cmd_tx, cmd_rx) = bounded::<SerialCmd>(2);
@@ -267,10 +353,38 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
         summary.warnings.push(w);
     }
     let mut pace = Pace::new(cfg);
+    eprintln!(
+        "clawrl-runtime: running {} at {} Hz{}; board on {} (firmware {}){}",
+        bundle.path.display(),
+        cfg.control.rate_hz,
+        if cfg.control.lockstep() {
+            " (lockstep)"
+        } else {
+            ""
+        },
+        cfg.serial.port,
+        info.firmware,
+        summary
+            .log
+            .as_ref()
+            .map(|l| format!("; telemetry {}", l.display()))
+            .unwrap_or_default()
+    );
+    // The report thread prints what the control thread tells it: no terminal I/O in the loop.
+    let (notice_tx, notice_rx) = bounded::<Notice>(64);
+    let rate_hz = cfg.control.rate_hz;
+    let report = std::thread::Builder::new()
+        .name("report".into())
+        .spawn(move || {
+            for n in notice_rx {
+                eprintln!("clawrl-runtime: {}", n.line(rate_hz));
+            }
+        })?;
     let ch = Channels {
         events: ev_rx,
         commands: cmd_tx,
         telemetry: telemetry.as_ref().map(|(tx, _)| tx.clone()),
+        notices: Some(notice_tx),
     };
     loop {
         let tick = pace.wait(&ch.events);
@@ -286,6 +400,7 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     }
     // Closing the command channel lets the serial thread send the last command and exit.
     drop(ch);
+    let _ = report.join();
     serial
         .join()
         .map_err(|_| anyhow::anyhow!("the serial thread panicked"))?;
@@ -535,4 +650,34 @@ pub fn make_realtime(priority: i32, cpu: i32) -> Option<String> {
             refused.join(" and ")
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_notice_names_what_happened_and_when() {
+        let stale = Notice::Phase {
+            cycle: 100,
+            from: Phase::Running,
+            to: Phase::Fault(Fault::Stale),
+        };
+        let l = stale.line(50.0);
+        assert!(
+            l.contains("cycle 100 (2.00 s)") && l.contains("stale fault"),
+            "{l}"
+        );
+        let l = Notice::LinkDown { cycle: 5 }.line(50.0);
+        assert!(l.contains("serial link lost"), "{l}");
+        let l = Notice::BoardAlert { cycle: 5 }.line(50.0);
+        assert!(l.contains("board alert"), "{l}");
+        let l = Notice::Phase {
+            cycle: 7,
+            from: Phase::Running,
+            to: Phase::EStop,
+        }
+        .line(50.0);
+        assert!(l.contains("Running -> EStop: e-stop"), "{l}");
+    }
 }

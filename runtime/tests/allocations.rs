@@ -142,6 +142,7 @@ fn the_running_control_loop_allocates_only_in_the_forward_pass() {
         events: ev_rx,
         commands: cmd_tx,
         telemetry: Some(tel_tx),
+        notices: None,
     };
     let mut summary = Summary::default();
     let mut rate = FixedRate::with_clock(

@@ -432,6 +432,73 @@ fn sigterm_lowers_the_robot_and_disables_the_torque_before_exit() {
     })
 }
 
+#[test]
+fn run_tells_the_operator_what_happens_as_it_happens() {
+    with_deadline(|| {
+        let rig = rig();
+        let bundle = installed_bundle(&rig);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_clawrl-runtime"));
+        cmd.arg("run")
+            .arg("--config")
+            .arg(repo().join("configs/runtime/robot.toml"))
+            .arg("--bundle")
+            .arg(&bundle);
+        for o in overrides(&rig) {
+            cmd.arg("--set").arg(o);
+        }
+        let child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(2000));
+        // Two Ctrl-Cs: the second is acknowledged, the stop goes on as it was.
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(150));
+        // SAFETY: as above.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        let (text, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{text}{err}");
+        // The start line: the bundle, the board, the rate.
+        let start = err
+            .lines()
+            .find(|l| l.contains("clawrl-runtime: running"))
+            .unwrap_or_else(|| panic!("no start line in:\n{err}"));
+        assert!(
+            start.contains(&bundle.display().to_string())
+                && start.contains("50 Hz")
+                && start.contains("board on")
+                && start.contains("firmware"),
+            "{start}"
+        );
+        // Each phase change the moment it happens, in order.
+        for change in [
+            "phase TorqueOff -> Standing",
+            "phase Standing -> FadeIn",
+            "phase FadeIn -> Running",
+            "phase Running -> Halting",
+            "phase Lowering -> Off",
+        ] {
+            assert!(err.contains(change), "no {change:?} in:\n{err}");
+        }
+        let at = |s: &str| err.find(s).unwrap();
+        assert!(at("clawrl-runtime: running") < at("phase TorqueOff -> Standing"));
+        assert!(at("phase FadeIn -> Running") < at("SIGINT: stopping"));
+        assert!(
+            err.contains("SIGINT again: the stop is already under way"),
+            "{err}"
+        );
+        // The end line names the final phase plainly.
+        assert!(text.contains("final phase Off,"), "{text}");
+        assert!(!text.contains("Some("), "{text}");
+    })
+}
+
 /// `clawrl-runtime run` on the rig for `seconds`, with `extra` arguments; waits for its end.
 fn run_binary(rig: &Rig, bundle: &Path, seconds: f64, extra: &[&str]) -> std::process::Output {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_clawrl-runtime"));
