@@ -10,7 +10,7 @@ use clawrl_robot::quadruped::NUM_SERVOS;
 use crate::controller::{Controller, Output};
 use crate::inference::Student;
 use crate::observation::ObservationBuilder;
-use crate::telemetry::{LogReader, Record};
+use crate::telemetry::{Integrity, LogReader, Record};
 use crate::wire::GoalEncoder;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -20,17 +20,32 @@ pub struct ReplayReport {
     /// Cycles whose outputs differ from the log (the first one described).
     pub mismatches: u64,
     pub first_mismatch: Option<String>,
+    /// What the log's trailer says ([`crate::telemetry::Integrity`]).
+    pub integrity: Option<Integrity>,
 }
 
 impl std::fmt::Display for ReplayReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(i @ Integrity::Truncated { .. }) = &self.integrity {
+            writeln!(
+                f,
+                "warning: the telemetry log is {i}; only what it holds was replayed"
+            )?;
+        }
         write!(
             f,
             "{} cycles replayed ({} ran the policy): {}",
             self.cycles,
             self.policy_cycles,
             match &self.first_mismatch {
-                None => "every output identical, bit for bit".to_string(),
+                None => format!(
+                    "every output identical, bit for bit{}",
+                    match &self.integrity {
+                        Some(Integrity::Verified { .. }) => " (log length and SHA-256 verified)",
+                        Some(Integrity::Truncated { .. }) => " (of a truncated log)",
+                        None => "",
+                    }
+                ),
                 Some(m) => format!("{} cycles differ; first: {m}", self.mismatches),
             }
         )
@@ -63,7 +78,10 @@ pub fn replay(log: &Path, bundle: Option<&Path>) -> Result<ReplayReport> {
     let encoder = GoalEncoder::new(&h.safety.joint_limits);
     let mut controller = Controller::new(Student::from_bundle(&b)?, obs, map, h.safety);
     let mut out = Output::default();
-    let mut report = ReplayReport::default();
+    let mut report = ReplayReport {
+        integrity: Some(reader.integrity.clone()),
+        ..Default::default()
+    };
     while let Some(r) = reader.next_record().map_err(anyhow::Error::msg)? {
         controller.step(&r.input, &mut out);
         report.cycles += 1;

@@ -503,7 +503,7 @@ fn start_telemetry(
             for r in rx {
                 writer.write(&r)?;
             }
-            writer.flush()
+            writer.finish()
         })?;
     Ok(Some((tx, handle)))
 }

@@ -215,6 +215,40 @@ fn an_installed_bundle_runs_with_the_start_up_in_order_and_every_goal_inside_the
         let r = clawrl_runtime::replay::replay(&log, None).unwrap();
         assert_eq!(r.mismatches, 0, "{r}");
         assert!(r.policy_cycles >= 50, "{r}");
+        assert!(r.to_string().contains("SHA-256 verified"), "{r}");
+        // Through the binary: a log cut short (a killed run) replays what it holds with a
+        // warning that names the truncation; one flipped byte is refused as corrupt, not
+        // reported as nondeterminism.
+        let replay = |log: &Path| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_clawrl-runtime"))
+                .arg("replay")
+                .arg(log)
+                .output()
+                .unwrap()
+        };
+        let bytes = std::fs::read(&log).unwrap();
+        let cut = rig.dir.path().join("cut.log");
+        std::fs::write(&cut, &bytes[..bytes.len() - 1000]).unwrap();
+        let out = replay(&cut);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.starts_with("warning: the telemetry log is truncated: no trailer")
+                && text.contains("of a truncated log"),
+            "{text}"
+        );
+        let flipped = rig.dir.path().join("flipped.log");
+        let mut b = bytes.clone();
+        let mid = b.len() / 2;
+        b[mid] ^= 0x10;
+        std::fs::write(&flipped, &b).unwrap();
+        let out = replay(&flipped);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(
+            err.contains("corrupt") && err.contains("SHA-256") && !err.contains("differ"),
+            "{err}"
+        );
     })
 }
 
