@@ -77,6 +77,13 @@ fn api_key(file: Option<&Path>) -> Result<Option<String>> {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    // A server outlives whoever read its first line (the address): a closed stdout must not end
+    // it, as SIGPIPE's default would (main sets that default for the one-shot commands).
+    #[cfg(unix)]
+    // SAFETY: SIG_IGN is a valid disposition; nothing here relies on the previous one.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     clawrl_policy::init_candle_threads(1);
     let api_key = api_key(a.api_key_file.as_deref())?;
     let keyed = api_key.is_some();
