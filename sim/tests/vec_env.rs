@@ -149,12 +149,12 @@ fn the_same_threads_step_the_environments_every_step() {
         v.step(&[0.1; 6]).unwrap();
     }
     let seen = seen.lock().unwrap();
-    // The calling thread and two workers: a pool that lives as long as the VecEnv, not
-    // threads spawned per step (which would be 200 threads here).
+    // At most the calling thread and two workers: a pool that lives as long as the VecEnv, not
+    // threads spawned per step (which would be 200 threads here). Fewer is fine: on a loaded
+    // machine a worker may not be scheduled before the others have taken every chunk.
     assert!(seen.contains(&std::thread::current().id()));
-    assert_eq!(
-        seen.len(),
-        3,
+    assert!(
+        seen.len() <= 3,
         "{} threads stepped the environments",
         seen.len()
     );
