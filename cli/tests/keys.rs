@@ -18,14 +18,19 @@ fn keygen_makes_its_folder_and_a_public_key_never_signs() {
 
     // The public key given as the secret one: refused before anything is read or written.
     let out = dir.join("x.clawrl");
-    let err = fails(
-        clawrl(&["export", "--policy"])
-            .arg(dir.join("no-policy"))
-            .arg("--out")
-            .arg(&out)
-            .arg("--sign")
-            .arg(&pk),
-    );
+    // `export --sign KEY` of a policy that does not exist: it fails either way, after or
+    // before what the key check says.
+    let export_signed = |key: &std::path::Path| {
+        fails(
+            clawrl(&["export", "--policy"])
+                .arg(dir.join("no-policy"))
+                .arg("--out")
+                .arg(&out)
+                .arg("--sign")
+                .arg(key),
+        )
+    };
+    let err = export_signed(&pk);
     assert!(
         err.contains("me.pub") && err.contains("it is a public key, not a secret key"),
         "{err}"
@@ -45,25 +50,11 @@ fn keygen_makes_its_folder_and_a_public_key_never_signs() {
 
     // A secret key others can read: a warning on stderr (the export then fails on the
     // missing policy, after the warning).
-    let err = fails(
-        clawrl(&["export", "--policy"])
-            .arg(dir.join("no-policy"))
-            .arg("--out")
-            .arg(&out)
-            .arg("--sign")
-            .arg(&sk),
-    );
+    let err = export_signed(&sk);
     assert!(!err.contains("read by others"), "{err}");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&sk, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let err = fails(
-        clawrl(&["export", "--policy"])
-            .arg(dir.join("no-policy"))
-            .arg("--out")
-            .arg(&out)
-            .arg("--sign")
-            .arg(&sk),
-    );
+    let err = export_signed(&sk);
     assert!(
         err.contains("warning: the secret key") && err.contains("read by others"),
         "{err}"

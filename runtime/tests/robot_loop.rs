@@ -423,16 +423,7 @@ fn sigterm_lowers_the_robot_and_disables_the_torque_before_exit() {
     with_deadline(|| {
         let rig = rig();
         let bundle = installed_bundle(&rig);
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_clawrl-runtime"));
-        cmd.arg("run")
-            .arg("--config")
-            .arg(repo().join("configs/runtime/robot.toml"))
-            .arg("--bundle")
-            .arg(&bundle);
-        for o in overrides(&rig) {
-            cmd.arg("--set").arg(o);
-        }
-        let child = cmd
+        let child = run_command(&rig, &bundle)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -471,16 +462,7 @@ fn run_tells_the_operator_what_happens_as_it_happens() {
     with_deadline(|| {
         let rig = rig();
         let bundle = installed_bundle(&rig);
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_clawrl-runtime"));
-        cmd.arg("run")
-            .arg("--config")
-            .arg(repo().join("configs/runtime/robot.toml"))
-            .arg("--bundle")
-            .arg(&bundle);
-        for o in overrides(&rig) {
-            cmd.arg("--set").arg(o);
-        }
-        let child = cmd
+        let child = run_command(&rig, &bundle)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -533,21 +515,28 @@ fn run_tells_the_operator_what_happens_as_it_happens() {
     })
 }
 
-/// `clawrl-runtime run` on the rig for `seconds`, with `extra` arguments; waits for its end.
-fn run_binary(rig: &Rig, bundle: &Path, seconds: f64, extra: &[&str]) -> std::process::Output {
+/// `clawrl-runtime run` of `bundle` on the rig (the robot's config with the rig's overrides).
+fn run_command(rig: &Rig, bundle: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_clawrl-runtime"));
     cmd.arg("run")
         .arg("--config")
         .arg(repo().join("configs/runtime/robot.toml"))
         .arg("--bundle")
-        .arg(bundle)
-        .arg("--seconds")
-        .arg(seconds.to_string())
-        .args(extra);
+        .arg(bundle);
     for o in overrides(rig) {
         cmd.arg("--set").arg(o);
     }
-    cmd.output().unwrap()
+    cmd
+}
+
+/// `clawrl-runtime run` on the rig for `seconds`, with `extra` arguments; waits for its end.
+fn run_binary(rig: &Rig, bundle: &Path, seconds: f64, extra: &[&str]) -> std::process::Output {
+    run_command(rig, bundle)
+        .arg("--seconds")
+        .arg(seconds.to_string())
+        .args(extra)
+        .output()
+        .unwrap()
 }
 
 #[test]
