@@ -145,6 +145,11 @@ pub struct Telemetry {
     pub joint_pos: Vec<f64>,
     /// Whether each foot touches the ground.
     pub foot_contact: Vec<bool>,
+    /// Whether each foot touched the ground after each physics step of the last control step,
+    /// oldest first (empty before the first step, and for tasks without feet). A trot's stride
+    /// is 7-8 control steps at 50 Hz, too coarse to tell phases 0.1 cycle apart; at the physics
+    /// rate it is 5 times finer.
+    pub foot_contact_substeps: Vec<Vec<bool>>,
     /// Claw grip in [0, 1] per foot.
     pub grip: Vec<f64>,
 }

@@ -571,3 +571,49 @@ fn unsettled_resets_start_the_base_moving() {
     ];
     assert!(speed(&task("quadruped_flat.toml", settled)) < 0.1);
 }
+
+/// Gait metrics read contacts at the physics rate: every control step reports one row per
+/// physics step, the last of which is the step's own contact, and feet land between control
+/// steps too (what 50 Hz sampling rounds to the next step).
+#[test]
+fn contacts_are_reported_at_the_physics_rate() {
+    let cfg = calm();
+    let decimation = cfg.env.decimation;
+    let mut env = QuadrupedEnv::new(&cfg).unwrap();
+    env.reset(3);
+    assert!(env.telemetry().foot_contact_substeps.is_empty());
+    let mut rng = 12345u64;
+    let mut changes_at = std::collections::BTreeSet::new();
+    let mut last: Option<Vec<bool>> = None;
+    for step in 0..300 {
+        // Big random leg targets held for 5 steps: feet lift and land at varying moments.
+        let action: [f32; NUM_SERVOS] = std::array::from_fn(|_| {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if step % 5 == 0 {
+                ((rng >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            } else {
+                0.0
+            }
+        });
+        let t = env.step(&action).unwrap();
+        let tel = env.telemetry();
+        assert_eq!(tel.foot_contact_substeps.len(), decimation);
+        assert_eq!(tel.foot_contact_substeps.last(), Some(&tel.foot_contact));
+        for (k, row) in tel.foot_contact_substeps.iter().enumerate() {
+            if last.as_ref().is_some_and(|l| l != row) {
+                changes_at.insert(k);
+            }
+            last = Some(row.clone());
+        }
+        if t.terminated || t.truncated {
+            env.reset(step as u64);
+            last = None;
+        }
+    }
+    assert!(
+        changes_at.len() >= 3,
+        "contacts changed only at substeps {changes_at:?} of {decimation}"
+    );
+}

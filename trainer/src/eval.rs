@@ -435,13 +435,34 @@ struct Running {
     cmd: f64,
     start: [f64; 2],
     active: bool,
-    /// Foot contacts of the episode so far (quadruped), for the gait metrics.
+    /// Foot contacts of the episode so far (quadruped), one row per control step: steps taken
+    /// at zero command.
     contacts: Vec<Vec<bool>>,
+    /// The same at the physics rate (`fine_per_step` rows per control step): the gait metrics.
+    fine_contacts: Vec<Vec<bool>>,
+    fine_per_step: usize,
     /// Velocity, command and position at every step (tasks with a command).
     trace: Vec<Step>,
     /// Claw grip and claw joint angles at every step (tasks with claws).
     grip: Vec<Vec<f64>>,
     claw_angles: Vec<Vec<f64>>,
+}
+
+/// Adds one control step's physics-rate contacts (or, from a task that does not report them,
+/// the step's own contact row) to the episode's fine record.
+fn push_fine_contacts(st: &mut Running, substeps: Vec<Vec<bool>>, step: &[bool]) {
+    let rows = if substeps.is_empty() {
+        vec![step.to_vec()]
+    } else {
+        substeps
+    };
+    // A step whose row count differs from the episode's would skew the sample period.
+    if st.fine_per_step == 0 {
+        st.fine_per_step = rows.len();
+    }
+    if rows.len() == st.fine_per_step {
+        st.fine_contacts.extend(rows);
+    }
 }
 
 /// Runs `policy` (deterministic actions; local or remote) on the run's task for
@@ -546,6 +567,7 @@ pub fn evaluate(
             }
             if !t.foot_contact.is_empty() {
                 st.contacts.push(t.foot_contact.clone());
+                push_fine_contacts(st, t.foot_contact_substeps, &t.foot_contact);
             }
             if !t.command.is_empty() {
                 let c = |k: usize| t.command.get(k).map_or(0.0, |&x| f64::from(x));
@@ -577,8 +599,9 @@ pub fn evaluate(
                     recording = false;
                 }
                 let n = st.steps as f64;
-                let skip = ((GAIT_SKIP_S / dt).round() as usize).min(st.contacts.len());
-                gait_acc.add_episode(&st.contacts[skip..], dt);
+                let fine_dt = dt / st.fine_per_step.max(1) as f64;
+                let skip = ((GAIT_SKIP_S / fine_dt).round() as usize).min(st.fine_contacts.len());
+                gait_acc.add_episode(&st.fine_contacts[skip..], fine_dt);
                 // Tracking counts every step (transients included); drift, steps and claws
                 // leave out the getting up, as the gait metrics do.
                 let trace = &st.trace[..];

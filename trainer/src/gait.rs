@@ -24,6 +24,11 @@ pub const PHASE_TOLERANCE: f64 = 0.1;
 /// alternating [`PHASE_TOLERANCE`] either side of their mean, cos(2π·0.1) ≈ 0.81. A foot that
 /// lands anywhere in the cycle has a mean phase, but keeps none.
 pub const MIN_PHASE_COHERENCE: f64 = 0.809;
+/// A contact or an airborne spell shorter than this is a bounce or a scuff, not a step: it is
+/// merged into the spells either side before anything is counted. At the physics rate (4 ms)
+/// a landing foot chatters for a sample or two, and each chatter would otherwise count as a
+/// touch-down at a random phase; at 50 Hz one sample (20 ms) is kept as it is.
+pub const MIN_SPELL_S: f64 = 0.02;
 /// Duty factors of a regular trot (each foot on the ground 35-75 % of the time).
 pub const TROT_DUTY: [f64; 2] = [0.35, 0.75];
 
@@ -201,15 +206,41 @@ pub struct GaitAccumulator {
     phases: Vec<usize>,
 }
 
+/// One foot's contacts with every spell (on or off the ground) shorter than `min_len` samples
+/// merged into its neighbours, shortest first, so that a bounce splitting a stance does not make
+/// the stance's short first part look like a bounce of its own. The first and last spells stay:
+/// the record may have cut them.
+fn debounced(contacts: &[Vec<bool>], foot: usize, min_len: usize) -> Vec<bool> {
+    let mut spells: Vec<(bool, usize)> = Vec::new();
+    for c in contacts {
+        match spells.last_mut() {
+            Some((on, n)) if *on == c[foot] => *n += 1,
+            _ => spells.push((c[foot], 1)),
+        }
+    }
+    while let Some(i) = (1..spells.len().saturating_sub(1))
+        .filter(|&i| spells[i].1 < min_len)
+        .min_by_key(|&i| spells[i].1)
+    {
+        spells[i - 1].1 += spells[i].1 + spells[i + 1].1;
+        spells.drain(i..=i + 1);
+    }
+    spells
+        .iter()
+        .flat_map(|&(on, n)| std::iter::repeat_n(on, n))
+        .collect()
+}
+
 /// Sample indices where a foot lands (off the ground at the sample before).
-fn touchdowns(contacts: &[Vec<bool>], foot: usize) -> Vec<usize> {
-    (1..contacts.len())
-        .filter(|&t| contacts[t][foot] && !contacts[t - 1][foot])
+fn touchdowns(on_ground: &[bool]) -> Vec<usize> {
+    (1..on_ground.len())
+        .filter(|&t| on_ground[t] && !on_ground[t - 1])
         .collect()
 }
 
 impl GaitAccumulator {
-    /// Adds one episode's contacts (`contacts[t][foot]`, one row per control step of `dt` s).
+    /// Adds one episode's contacts (`contacts[t][foot]`, one row per sample of `dt` s: the
+    /// control step, or the physics step where the task reports it).
     pub fn add_episode(&mut self, contacts: &[Vec<bool>], dt: f64) {
         let nf = contacts.first().map_or(0, Vec::len);
         if nf == 0 {
@@ -234,9 +265,11 @@ impl GaitAccumulator {
         }
         self.dt = dt;
         self.samples += contacts.len();
-        let downs: Vec<Vec<usize>> = (0..nf).map(|f| touchdowns(contacts, f)).collect();
+        let min_len = (MIN_SPELL_S / dt - 1e-9).ceil().max(1.0) as usize;
+        let feet: Vec<Vec<bool>> = (0..nf).map(|f| debounced(contacts, f, min_len)).collect();
+        let downs: Vec<Vec<usize>> = feet.iter().map(|on| touchdowns(on)).collect();
         for f in 0..nf {
-            self.on_ground[f] += contacts.iter().filter(|c| c[f]).count();
+            self.on_ground[f] += feet[f].iter().filter(|&&c| c).count();
             self.touchdowns[f] += downs[f].len();
             for w in downs[f].windows(2) {
                 self.stride_sum[f] += (w[1] - w[0]) as f64 * dt;

@@ -102,6 +102,8 @@ pub struct QuadrupedEnv {
     target: [f64; NUM_SERVOS],
     air_time: [f64; NUM_FEET],
     contact: [bool; NUM_FEET],
+    /// Foot contact after each physics step of the last control step (for gait metrics).
+    substep_contact: Vec<[bool; NUM_FEET]>,
     /// Each foot's duty factor, averaged over the last second or so (see `reward::update_duty`).
     duty: [f64; NUM_FEET],
     /// Foot body positions (world) at the last control step: foot speed for clearance and slip.
@@ -170,6 +172,7 @@ impl QuadrupedEnv {
             target: [0.0; NUM_SERVOS],
             air_time: [0.0; NUM_FEET],
             contact: [false; NUM_FEET],
+            substep_contact: Vec::new(),
             duty: [0.5; NUM_FEET],
             foot_pos: [[0.0; 3]; NUM_FEET],
             term_sums: [0.0; NUM_TERMS],
@@ -464,6 +467,7 @@ impl Env for QuadrupedEnv {
         self.data.forward();
         self.air_time = [0.0; NUM_FEET];
         self.contact = self.foot_forces().map(|f| f > CONTACT_THRESHOLD);
+        self.substep_contact.clear();
         // Half way: no foot starts out favoured or starved.
         self.duty = [0.5; NUM_FEET];
         self.foot_pos = self.foot_positions();
@@ -490,6 +494,7 @@ impl Env for QuadrupedEnv {
         let (old_target, latency) = (self.target, self.params.latency_substeps);
         let decimation = self.cfg.env.decimation;
         let mut power = 0.0;
+        self.substep_contact.clear();
         for k in 0..decimation {
             self.apply_targets(if k < latency {
                 &old_target
@@ -498,6 +503,9 @@ impl Env for QuadrupedEnv {
             });
             self.data.step();
             power += self.leg_power();
+            let forces = self.foot_forces();
+            self.substep_contact
+                .push(forces.map(|f| f > CONTACT_THRESHOLD));
             self.tick_board();
         }
         self.target = new_target;
@@ -573,6 +581,7 @@ impl Env for QuadrupedEnv {
             base_pos: self.base_pos(),
             joint_pos: l.servo_qpos.iter().map(|&a| self.data.qpos()[a]).collect(),
             foot_contact: self.contact.to_vec(),
+            foot_contact_substeps: self.substep_contact.iter().map(|c| c.to_vec()).collect(),
             grip: self.grip().to_vec(),
         }
     }

@@ -206,3 +206,39 @@ fn a_three_legged_trot_is_not_named_a_trot() {
     assert_eq!(g.kind(), GaitKind::FootUnused);
     assert!(g.text(&[]).contains("a foot unused"));
 }
+
+/// Physics-rate contacts (4 ms): a foot that chatters for one sample in mid-stance, at a
+/// different moment each stride, is a bounce, not a step: the gait is still a steady trot with
+/// one touch-down per stride. A lift as long as a control step (20 ms) is a step and counts.
+#[test]
+fn bounces_shorter_than_a_control_step_are_not_steps() {
+    const FINE: f64 = 0.004;
+    let clean = pattern(50, 0.5, [0.0, 0.5, 0.5, 0.0], 2500);
+    let strides = analyse(&clean, FINE).feet[1].touchdowns;
+    let lifted = |len: usize| {
+        let mut c = clean.clone();
+        // Front right is on the ground from sample 25 of each 50-sample stride for 25 samples:
+        // lift it at least 20 ms after it lands, somewhere else each stride.
+        for k in 0..50 {
+            let at = 50 * k + 25 + 5 + (k * 7) % 8;
+            for row in &mut c[at..at + len] {
+                row[1] = false;
+            }
+        }
+        analyse(&c, FINE)
+    };
+    for len in 1..=4 {
+        let g = lifted(len);
+        assert_eq!(
+            g.kind(),
+            GaitKind::Trot,
+            "{len}-sample bounces: {:?}",
+            g.feet
+        );
+        assert_eq!(g.feet[1].touchdowns, strides, "{len}-sample bounces");
+        assert!(close(g.feet[1].duty_factor, 0.5, 1e-9), "{:?}", g.feet[1]);
+    }
+    let g = lifted(5);
+    assert_eq!(g.feet[1].touchdowns, 2 * strides, "a 20 ms lift is a step");
+    assert_ne!(g.kind(), GaitKind::Trot, "{:?}", g.feet);
+}
