@@ -39,13 +39,13 @@ pub const SERVOS: usize = 16;
 /// 212 bytes at 1 Mbaud is 2 ms on the wire; the rest is the host's scheduling).
 const ANSWER_WAIT: Duration = Duration::from_millis(15);
 
-/// How often the body and the board exchange sensors and pulses by default (µs): every MuJoCo
-/// step. Each exchange holds sensors and pulses up to this long, on top of the runtime's own
-/// latency: once per control period (20 ms) the student fell, at 4 ms it walked off where
-/// the pure simulation stands, at 2 ms it stood as the simulation does (BENCHMARKS.md). An
-/// exchange is a WRITE of 78 bytes and a READ of 36, about 1.3 ms on the wire at 1 Mbaud
-/// with their answers, so a real line at 1 Mbaud needs `--exchange-us 4000` or a faster baud.
-pub const EXCHANGE_US: u64 = 2_000;
+/// How often the body and the board exchange sensors and pulses by default (µs): once per
+/// MuJoCo step of the 250 Hz body, so the board sees every state the body passes through and
+/// nothing finer exists to send. An exchange is a WRITE of 78 bytes and a READ of 36, about
+/// 1.3 ms on the wire at 1 Mbaud with their answers: 4 ms fits the default baud with room for
+/// the runtime's own packets (at 2 ms, 2 of 2 runs through the virtual board failed where 4 ms
+/// passed: the line was full).
+pub const EXCHANGE_US: u64 = 4_000;
 
 /// The HIL Sensors block (`board::HIL_SENSORS`) for one reading: positions 0.1 mrad and
 /// currents mA per servo, gyro mrad/s, accelerometer 0.01 m/s^2, supply mV. An IMU that does
@@ -101,6 +101,9 @@ pub struct HilBoard {
     raw: Box<dyn SerialPort>,
     answers: Framer,
     port: String,
+    /// The bridge pressed the board's e-stop (a scenario's event): it releases it on leaving,
+    /// so the next scenario finds the board idle. A latch it did not set it never clears.
+    pressed_estop: bool,
 }
 
 impl HilBoard {
@@ -117,8 +120,10 @@ impl HilBoard {
             raw,
             answers: Framer::default(),
             port: port.to_string(),
+            pressed_estop: false,
         };
         b.check()?;
+        b.idle_or_stop()?;
         b.enter(first)?;
         Ok(b)
     }
@@ -161,6 +166,27 @@ impl HilBoard {
         Ok(())
     }
 
+    /// A board latched in e-stop or a fault from before this run would refuse HIL mode with a
+    /// bare status error: stop here instead, with the port, the latch in words and the fix.
+    fn idle_or_stop(&mut self) -> Result<()> {
+        let (st, faults) = self
+            .safety()
+            .with_context(|| format!("reading the safety state of the board on {}", self.port))?;
+        if st == board::state::ESTOP || st == board::state::FAULT {
+            bail!(
+                "the board on {} is latched ({}: {}) from before this run; the HIL harness does not clear a latch it did not set: release it (`clawrl-runtime run --clear-estop` on this port, or power the board off and on) and run again",
+                self.port,
+                if st == board::state::ESTOP {
+                    "e-stop"
+                } else {
+                    "fault"
+                },
+                clawrl_runtime::link::fault_names(faults)
+            );
+        }
+        Ok(())
+    }
+
     fn enter(&mut self, first: &PlantReading) -> Result<()> {
         self.link
             .write(ids::BOARD, board::HIL_SENSORS, &encode_sensors(first))?;
@@ -188,7 +214,9 @@ impl HilBoard {
 
     /// A board safety command from the bridge (the e-stop button wired to the board).
     pub fn command(&mut self, cmd: u8) -> Result<()> {
-        Ok(self.link.command(cmd)?)
+        self.link.command(cmd)?;
+        self.pressed_estop |= cmd == board::command::ESTOP;
+        Ok(())
     }
 
     /// Passes one of the runtime's packets to the board and returns what came back: the
@@ -227,8 +255,14 @@ impl HilBoard {
         Ok(back)
     }
 
-    /// Leaves HIL mode (the board's outputs stay off: it returns to idle).
+    /// Leaves HIL mode (the board's outputs stay off: it returns to idle), releasing an
+    /// e-stop this bridge pressed itself.
     pub fn leave(&mut self) -> Result<()> {
+        // In e-stop the board refuses DISABLE: release first.
+        if self.pressed_estop {
+            self.link.command(board::command::CLEAR)?;
+            self.pressed_estop = false;
+        }
         self.link.command(board::command::DISABLE)?;
         Ok(self.link.write(ids::BOARD, board::HIL_MODE, &[0])?)
     }

@@ -8,50 +8,59 @@ use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
 use crate::reference::Pose;
-use crate::scenario::{Check, Comparison, Outcome};
+use crate::scenario::{Check, Comparison, Outcome, verdict};
 
 static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
-/// One scenario's block.
+/// One check's line: `[ok]` or `[FAILED]` for an asserted condition, `[--]` with what happened
+/// for one that is only reported.
+fn check_line(c: &Check) -> String {
+    match (c.asserted, c.held) {
+        (true, true) => format!("  [ok] {}", c.what),
+        (true, false) => format!("  [FAILED] {}", c.what),
+        (false, held) => format!(
+            "  [--] reported, not asserted ({}): {}",
+            if held { "held" } else { "did not hold" },
+            c.what
+        ),
+    }
+}
+
+fn pass_fail(passed: bool) -> &'static str {
+    if passed { "PASS" } else { "FAIL" }
+}
+
 /// A block of checks under a title (the gap over seeds).
 pub fn checks_text(title: &str, checks: &[Check]) -> String {
     let mut s = String::new();
-    let passed = checks.iter().all(|c| c.passed);
-    let _ = writeln!(s, "== {title}: {}", if passed { "PASS" } else { "FAIL" });
+    let _ = writeln!(s, "== {title}: {}", pass_fail(verdict(checks)));
     for c in checks {
-        let _ = writeln!(
-            s,
-            "  [{}] {}",
-            if c.passed { "ok" } else { "FAILED" },
-            c.what
-        );
+        let _ = writeln!(s, "{}", check_line(c));
     }
     s
 }
 
+/// One scenario run's block: its checks, its figures against the pure simulation, the line's
+/// faults and the time it took.
 pub fn scenario_text(o: &Outcome, cmp: Option<&Comparison>, checks: &[Check]) -> String {
     let t = &o.trace;
     let mut s = String::new();
-    let passed = checks.iter().all(|c| c.passed);
     let _ = writeln!(
         s,
-        "== {} ({}): {}",
+        "== {}, seed {} ({}): {}",
         o.scenario.name,
+        o.seed,
         o.scenario.about,
-        if passed { "PASS" } else { "FAIL" }
+        pass_fail(verdict(checks))
     );
     for c in checks {
-        let _ = writeln!(
-            s,
-            "  [{}] {}",
-            if c.passed { "ok" } else { "FAILED" },
-            c.what
-        );
+        let _ = writeln!(s, "{}", check_line(c));
     }
     if let Some(c) = cmp {
         let _ = writeln!(
             s,
-            "  walk: HIL {:.2} m at ({:.3}, {:.3}) m/s, error {:.3} m/s, yaw {:.3} rad/s; simulation {:.2} m at ({:.3}, {:.3}) m/s, error {:.3} m/s, yaw {:.3} rad/s; gap distance {:.1} %, velocity error {:.1} %",
+            "  {} figures: in the loop {:.2} m at ({:.3}, {:.3}) m/s, error {:.3} m/s, yaw {:.3} rad/s; pure simulation {:.2} m at ({:.3}, {:.3}) m/s, error {:.3} m/s, yaw {:.3} rad/s; gap distance {:.1} %, velocity error {:.1} %",
+            o.scenario.name,
             c.hil.distance,
             c.hil.velocity[0],
             c.hil.velocity[1],
@@ -87,6 +96,27 @@ pub fn scenario_text(o: &Outcome, cmp: Option<&Comparison>, checks: &[Check]) ->
         sim_s / t.wall.as_secs_f64().max(1e-9),
         t.physics_steps,
         t.free_run_periods
+    );
+    s
+}
+
+/// A scenario run that stopped with an error instead of an outcome: one block, the error once.
+pub fn error_text(name: &str, seed: u64, about: &str, error: &anyhow::Error) -> String {
+    format!("== {name}, seed {seed} ({about}): ERROR\n  {error:#}\n")
+}
+
+/// The report's last lines: one verdict per scenario (`seeds` as run), then the overall one.
+pub fn verdict_lines(verdicts: &[(String, String, bool)]) -> String {
+    let mut s = String::from("\n");
+    for (name, seeds, passed) in verdicts {
+        let _ = writeln!(s, "verdict: {name} ({seeds}): {}", pass_fail(*passed));
+    }
+    let n = verdicts.len();
+    let passed = verdicts.iter().filter(|v| v.2).count();
+    let _ = writeln!(
+        s,
+        "verdict: overall: {} ({passed} of {n} scenarios passed)",
+        pass_fail(passed == n)
     );
     s
 }

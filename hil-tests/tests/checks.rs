@@ -9,7 +9,8 @@ use clawrl_firmware::SafetyState;
 use clawrl_hil_tests::bridge::{Sample, Trace};
 use clawrl_hil_tests::faults::FaultCounts;
 use clawrl_hil_tests::reference::Walk;
-use clawrl_hil_tests::scenario::{self, Check, Comparison, Outcome};
+use clawrl_hil_tests::report;
+use clawrl_hil_tests::scenario::{self, Check, Comparison, Kind, Outcome};
 use clawrl_runtime::controller::{Fault, Phase};
 use clawrl_runtime::run::Summary;
 
@@ -23,8 +24,8 @@ const PERIOD_S: f64 = 0.02;
 fn good(name: &str, dir: &std::path::Path) -> Outcome {
     let s = scenario::by_name(name).unwrap();
     let end = POLICY_FROM_S + s.seconds + 2.0;
-    let pressed = match s.name {
-        "estop" => Some(POLICY_FROM_S + s.events[0].0),
+    let pressed = match s.kind {
+        Kind::EStop => Some(POLICY_FROM_S + s.events[0].0),
         _ => None,
     };
     let samples: Vec<Sample> = (0..)
@@ -57,8 +58,8 @@ fn good(name: &str, dir: &std::path::Path) -> Outcome {
         },
         periods: 1000,
         free_run_periods: 0,
-        watchdog_at: match s.name {
-            "link-loss" => Some(POLICY_FROM_S + s.faults[0].from_s + 0.1),
+        watchdog_at: match s.kind {
+            Kind::LinkLoss => Some(POLICY_FROM_S + s.faults[0].from_s + 0.1),
             _ => None,
         },
         wall: Duration::from_secs(1),
@@ -70,9 +71,9 @@ fn good(name: &str, dir: &std::path::Path) -> Outcome {
         Phase::FadeIn,
         Phase::Running,
     ];
-    let rest: &[Phase] = match s.name {
-        "link-loss" | "noisy-link-1pct" => &[Phase::Fault(Fault::Stale), Phase::Lowering],
-        "estop" => &[Phase::Fault(Fault::Board), Phase::Lowering],
+    let rest: &[Phase] = match s.kind {
+        Kind::LinkLoss | Kind::NoisyLinkStops => &[Phase::Fault(Fault::Stale), Phase::Lowering],
+        Kind::EStop => &[Phase::Fault(Fault::Board), Phase::Lowering],
         _ => &[Phase::Halting, Phase::FadeOut, Phase::Lowering],
     };
     let phases: Vec<Phase> = start
@@ -85,7 +86,7 @@ fn good(name: &str, dir: &std::path::Path) -> Outcome {
         cycles: 1000,
         final_phase: phases.last().copied(),
         phases,
-        link_downs: u64::from(s.name == "link-loss"),
+        link_downs: u64::from(s.kind == Kind::LinkLoss),
         ..Summary::default()
     };
     let installed = dir.join("installed.clawrl");
@@ -93,7 +94,8 @@ fn good(name: &str, dir: &std::path::Path) -> Outcome {
     std::fs::write(&installed, b"the good bundle").unwrap();
     std::fs::write(&current, b"the good bundle").unwrap();
     Outcome {
-        install: (s.name == "bad-install").then(|| Err("refused: digest mismatch".to_string())),
+        install: (s.kind == Kind::BadInstall).then(|| Err("refused: digest mismatch".to_string())),
+        seed: 3,
         scenario: s,
         summary,
         trace,
@@ -107,7 +109,13 @@ fn good(name: &str, dir: &std::path::Path) -> Outcome {
 fn show(checks: &[Check]) -> String {
     checks
         .iter()
-        .map(|c| format!("[{}] {}\n", if c.passed { "ok" } else { "FAILED" }, c.what))
+        .map(|c| {
+            format!(
+                "[{}] {}\n",
+                if c.passed() { "ok" } else { "FAILED" },
+                c.what
+            )
+        })
         .collect()
 }
 
@@ -118,7 +126,7 @@ fn fails(name: &str, which: &str, doctor: impl FnOnce(&mut Outcome)) {
     let mut o = good(name, dir.path());
     let before = scenario::checks(&o);
     assert!(
-        before.iter().all(|c| c.passed),
+        before.iter().all(|c| c.passed()),
         "{name}: the undoctored outcome must pass:\n{}",
         show(&before)
     );
@@ -132,13 +140,13 @@ fn fails(name: &str, which: &str, doctor: impl FnOnce(&mut Outcome)) {
         show(&after)
     );
     assert!(
-        !named[0].passed,
+        !named[0].passed(),
         "{name}: the doctored outcome must fail {which:?}:\n{}",
         show(&after)
     );
     let others: Vec<&Check> = after
         .iter()
-        .filter(|c| !c.what.starts_with(which) && !c.passed)
+        .filter(|c| !c.what.starts_with(which) && !c.passed())
         .collect();
     assert!(
         others.is_empty(),
@@ -238,7 +246,7 @@ fn a_fall_after_the_stop_is_not_the_policys() {
     let end = POLICY_FROM_S + o.scenario.seconds;
     fall_at(&mut o, end + 1.0);
     let checks = scenario::checks(&o);
-    assert!(checks.iter().all(|c| c.passed), "{}", show(&checks));
+    assert!(checks.iter().all(|c| c.passed()), "{}", show(&checks));
 }
 
 #[test]
@@ -251,7 +259,8 @@ fn a_stall_fall_is_reported_not_asserted() {
         .iter()
         .find(|c| c.what.contains("the robot did not fall"))
         .unwrap();
-    assert!(fall.what.contains("FAILED"), "{}", show(&checks));
+    assert!(!fall.held && !fall.asserted, "{}", show(&checks));
+    assert!(scenario::verdict(&checks), "{}", show(&checks));
 }
 
 #[test]
@@ -447,14 +456,88 @@ fn gap(hil: &[f64], sim: &[f64]) -> Vec<Check> {
 fn the_gap_over_seeds_fails_when_it_should() {
     // 2.7 m in 9 s is the commanded 0.3 m/s; under 0.81 m the robot did not set off.
     let ok = gap(&[2.5, 2.6, 2.4, 2.7], &[2.6, 2.5, 2.5, 2.6]);
-    assert!(ok.iter().all(|c| c.passed), "{}", show(&ok));
+    assert!(ok.iter().all(|c| c.passed()), "{}", show(&ok));
     // The loop walks twice as far as the simulation: over the bound.
     let far = gap(&[5.2, 5.0, 5.1, 5.0], &[2.6, 2.5, 2.5, 2.6]);
-    assert!(far[0].passed && !far[1].passed, "{}", show(&far));
+    assert!(far[0].passed() && !far[1].passed(), "{}", show(&far));
     // Set off on 1 seed in the loop and 4 in the simulation.
     let stuck = gap(&[2.5, 0.1, 0.1, 0.1], &[2.6, 2.5, 2.5, 2.6]);
-    assert!(!stuck[0].passed, "{}", show(&stuck));
+    assert!(!stuck[0].passed(), "{}", show(&stuck));
     // No seed on which both set off.
     let none = gap(&[0.1, 0.1, 0.1, 0.1], &[0.1, 0.1, 0.1, 2.6]);
-    assert!(none.iter().any(|c| !c.passed), "{}", show(&none));
+    assert!(none.iter().any(|c| !c.passed()), "{}", show(&none));
+}
+
+/// Pass conditions follow the scenario's kind, not its name: renamed, the cable scenario still
+/// asserts its watchdog, and a turn stays unasserted on its gap.
+#[test]
+fn a_renamed_scenario_keeps_its_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = good("link-loss", dir.path());
+    o.scenario.name = "cable-pulled";
+    o.trace.watchdog_at = None;
+    let checks = scenario::checks(&o);
+    let watchdog = checks
+        .iter()
+        .find(|c| c.what.starts_with("the board's watchdog latched"))
+        .unwrap_or_else(|| panic!("no watchdog check:\n{}", show(&checks)));
+    assert!(watchdog.asserted && !watchdog.held, "{}", show(&checks));
+    assert!(!scenario::verdict(&checks));
+}
+
+/// The report as a person reads it: seeds named, figures labelled by scenario, a reported
+/// condition never printed as `[ok] ... FAILED`, and verdict lines at the end.
+#[test]
+fn the_report_names_seeds_and_scenarios_and_ends_with_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = good("stall", dir.path());
+    o.seed = 5;
+    fall_at(&mut o, POLICY_FROM_S + 3.5);
+    let checks = scenario::checks(&o);
+    let cmp = Comparison {
+        hil: walk(2.0),
+        sim: walk(2.2),
+    };
+    let text = report::scenario_text(&o, Some(&cmp), &checks);
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("== stall, seed 5 ("), "{text}");
+    assert!(first.ends_with(": PASS"), "{text}");
+    assert!(
+        text.contains("  stall figures: in the loop 2.00 m"),
+        "{text}"
+    );
+    assert!(!text.contains("walk:"), "{text}");
+    let fall = text
+        .lines()
+        .find(|l| l.contains("the robot did not fall"))
+        .unwrap();
+    assert!(
+        fall.starts_with("  [--] reported, not asserted (did not hold): "),
+        "{text}"
+    );
+    for line in text.lines() {
+        assert!(
+            !(line.contains("[ok]") && line.contains("FAILED")),
+            "{line}"
+        );
+    }
+    let tail = report::verdict_lines(&[
+        ("walk".into(), "seeds 3-6".into(), true),
+        ("estop".into(), "seed 3".into(), false),
+    ]);
+    let lines: Vec<&str> = tail.trim().lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "verdict: walk (seeds 3-6): PASS",
+            "verdict: estop (seed 3): FAIL",
+            "verdict: overall: FAIL (1 of 2 scenarios passed)"
+        ]
+    );
+    let e = anyhow::anyhow!("device 100 answered with error 0x81").context("entering HIL mode");
+    let err = report::error_text("walk", 4, "walk forward", &e);
+    assert_eq!(
+        err,
+        "== walk, seed 4 (walk forward): ERROR\n  entering HIL mode: device 100 answered with error 0x81\n"
+    );
 }

@@ -17,6 +17,7 @@ use clawrl_protocol::table::board;
 use clawrl_protocol::{Instruction, PacketWriter};
 use clawrl_sim::quadruped::TaskConfig;
 use serialport::SerialPort;
+use std::io::Write as _;
 
 const BAUD: u32 = 1_000_000;
 
@@ -222,6 +223,50 @@ fn a_port_with_no_board_behind_it_stops_with_one_message() {
     assert!(err.contains(&path), "{err}");
 }
 
+/// An e-stop the bridge pressed (the e-stop scenario) is released when it leaves, so the next
+/// scenario on the same board starts; a latch from before the run stops the run with the port,
+/// the latch in words and the fix, never cleared by the harness.
+#[test]
+fn the_harness_releases_its_own_e_stop_and_no_other() {
+    let _one = one_at_a_time();
+    let cfg = FirmwareConfig::claw_foot();
+    let vb = VirtualBoard::spawn_on_pty(cfg.clone(), ServoModel::new(&cfg)).unwrap();
+    let r = reading(|i| mid(&cfg, i), [0.0; 3], [0.0, 0.0, 9.81]);
+    let mut b = HilBoard::open(vb.path(), BAUD, &r).unwrap();
+    b.command(board::command::ESTOP).unwrap();
+    assert_eq!(b.safety().unwrap().0, board::state::ESTOP);
+    drop(b);
+    let mut again = HilBoard::open(vb.path(), BAUD, &r).expect("the next scenario's open");
+    assert_ne!(again.safety().unwrap().0, board::state::ESTOP);
+    drop(again);
+
+    // Someone else's e-stop: a packet straight to the board, as a button or a runtime would.
+    let mut port = serialport::new(vb.path(), BAUD)
+        .timeout(std::time::Duration::from_millis(50))
+        .open()
+        .unwrap();
+    let mut buf = [0u8; 32];
+    let mut w = PacketWriter::new(
+        &mut buf,
+        clawrl_protocol::units::ids::BOARD,
+        Instruction::Write,
+    );
+    w.push_u16(board::SAFETY_COMMAND)
+        .push_u8(board::command::ESTOP);
+    let n = w.finish().unwrap();
+    port.write_all(&buf[..n]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    drop(port);
+    let err = match HilBoard::open(vb.path(), BAUD, &r) {
+        Ok(_) => panic!("a board latched before the run was taken over"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains(vb.path()), "names the port: {err}");
+    assert!(err.contains("e-stop"), "names the latch: {err}");
+    assert!(err.contains("--clear-estop"), "says the fix: {err}");
+    vb.stop();
+}
+
 /// The walking scenario with the firmware in HIL mode behind a serial port, in real time:
 /// the runtime hands over to the policy, nothing outside the limits reaches the body, and the
 /// body moves forward on the pulses the board read back.
@@ -254,7 +299,7 @@ fn walk_through_a_board_in_hil_mode() {
     let t = &o.trace;
     assert!(t.outputs_checked > 1000, "{text}");
     assert_eq!(t.out_of_limit, 0, "{text}");
-    assert!(checks.iter().all(|c| c.passed), "{text}");
+    assert!(checks.iter().all(|c| c.passed()), "{text}");
     let policy = t.samples.iter().filter(|p| p.t >= o.policy_from_s);
     assert!(
         policy.clone().any(|p| p.driven == 16),

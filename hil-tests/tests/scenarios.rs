@@ -40,7 +40,7 @@ fn passes(name: &str) {
     let (o, cmp, checks) = scenario::run_and_check(&s, &setup(dir.path())).unwrap();
     let text = report::scenario_text(&o, cmp.as_ref(), &checks);
     eprint!("{text}");
-    assert!(checks.iter().all(|c| c.passed), "{text}");
+    assert!(checks.iter().all(|c| c.passed()), "{text}");
 }
 
 /// Runs a scenario on four seeds and fails unless every run passes its own conditions and the
@@ -62,7 +62,7 @@ fn gap_within_bounds(name: &str) {
     ));
     eprint!("{text}");
     let all = runs.iter().flat_map(|(_, _, c)| c).chain(&gap);
-    assert!(all.clone().all(|c| c.passed), "{text}");
+    assert!(all.clone().all(|c| c.passed()), "{text}");
 }
 
 #[test]

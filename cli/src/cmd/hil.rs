@@ -35,8 +35,8 @@ pub struct Args {
     /// Baud rate of --board.
     #[arg(long, default_value_t = 1_000_000)]
     baud: u32,
-    /// With --board: how often (µs) the body and the board exchange sensors and pulses. An
-    /// exchange is about 1.3 ms on a 1 Mbaud line: 4000 there, the default at 3 Mbaud or more.
+    /// With --board: how often (µs) the body and the board exchange sensors and pulses: once
+    /// per 4 ms MuJoCo step by default. An exchange is about 1.3 ms on a 1 Mbaud line.
     #[arg(long, default_value_t = clawrl_hil_tests::real_board::EXCHANGE_US)]
     exchange_us: u64,
     /// Report, pictures and scratch files.
@@ -69,7 +69,7 @@ pub fn run(a: Args) -> Result<()> {
     let task = TaskConfig::load(&a.task_config, &[])?;
     std::fs::create_dir_all(&a.out)?;
     let mut text = String::new();
-    let mut failed = Vec::new();
+    let mut verdicts = Vec::new();
     for s in &chosen {
         let setup = scenario::Setup {
             bundle: a.bundle.clone(),
@@ -89,61 +89,91 @@ pub fn run(a: Args) -> Result<()> {
             }),
         };
         eprintln!("hil: {} ({}) ...", s.name, s.about);
-        // The gap of walk and turn is measured over four seeds (--seed and the three after);
-        // the other scenarios run on --seed alone.
-        let seeds: Vec<u64> = if scenario::gap_measured(s) {
-            scenario::gap_seeds(a.seed).to_vec()
-        } else {
-            vec![a.seed]
-        };
-        let mut ok = true;
-        let mut cmps = Vec::new();
-        for (k, &seed) in seeds.iter().enumerate() {
-            let one = scenario::Setup {
-                seed,
-                dir: setup.dir.join(format!("seed-{seed}")),
-                ..setup.clone()
-            };
-            let (o, cmp, checks) = scenario::run_and_check(s, &one)?;
-            let block = report::scenario_text(&o, cmp.as_ref(), &checks);
-            print!("{block}");
-            text.push_str(&block);
-            ok &= checks.iter().all(|c| c.passed);
-            cmps.extend(cmp);
-            if scenario::walks(s) && k == 0 {
-                path_picture(&a.out, s, &o, &one)?;
-            }
-        }
-        if scenario::gap_measured(s) {
-            let gap = scenario::gap_checks(s, &cmps);
-            let block = report::checks_text(
-                &format!(
-                    "{} over seeds {}-{}",
-                    s.name,
-                    seeds[0],
-                    seeds[seeds.len() - 1]
-                ),
-                &gap,
-            );
-            print!("{block}");
-            text.push_str(&block);
-            ok &= gap.iter().all(|c| c.passed);
-        }
-        if !ok {
-            failed.push(s.name);
+        let (passed, errored, seeds) = run_scenario(&a, s, &setup, &mut text)?;
+        verdicts.push((s.name.to_string(), seeds, passed));
+        // A real board that failed once (a latch, a pulled cable) fails every later scenario
+        // the same way: stop, with the error in the report.
+        if errored && a.board.is_some() {
+            let line = "stopped: the board's error above stops the remaining scenarios\n";
+            print!("{line}");
+            text.push_str(line);
+            break;
         }
     }
+    let tail = report::verdict_lines(&verdicts);
+    print!("{tail}");
+    text.push_str(&tail);
     let file = a.out.join("report.txt");
-    std::fs::write(&file, &text)?;
+    std::fs::write(&file, &text).with_context(|| format!("writing {}", file.display()))?;
     println!(
         "report: {} (pictures: {}/path_*.png)",
         file.display(),
         a.out.display()
     );
+    let failed: Vec<&str> = (verdicts.iter().filter(|v| !v.2))
+        .map(|v| v.0.as_str())
+        .collect();
     if !failed.is_empty() {
-        bail!("scenario(s) failed: {}", failed.join(", "));
+        bail!("scenario(s) failed: {} (report.txt)", failed.join(", "));
     }
     Ok(())
+}
+
+/// Runs one scenario on its seeds (walk and turn: --seed and the three after, with the gap
+/// over them; the others: --seed alone), appending each block to `text`. Returns whether it
+/// passed, whether a run stopped with an error, and the seeds as the verdict line names them.
+fn run_scenario(
+    a: &Args,
+    s: &scenario::Scenario,
+    setup: &scenario::Setup,
+    text: &mut String,
+) -> Result<(bool, bool, String)> {
+    let seeds: Vec<u64> = if s.kind.gap_measured() {
+        scenario::gap_seeds(a.seed).to_vec()
+    } else {
+        vec![a.seed]
+    };
+    let (mut ok, mut errored) = (true, false);
+    let mut cmps = Vec::new();
+    for (k, &seed) in seeds.iter().enumerate() {
+        let one = scenario::Setup {
+            seed,
+            dir: setup.dir.join(format!("seed-{seed}")),
+            ..setup.clone()
+        };
+        let block = match scenario::run_and_check(s, &one) {
+            Ok((o, cmp, checks)) => {
+                ok &= scenario::verdict(&checks);
+                if s.kind.walks() && k == 0 {
+                    path_picture(&a.out, s, &o, &one)?;
+                }
+                let block = report::scenario_text(&o, cmp.as_ref(), &checks);
+                cmps.extend(cmp);
+                block
+            }
+            Err(e) => {
+                (ok, errored) = (false, true);
+                report::error_text(s.name, seed, s.about, &e)
+            }
+        };
+        print!("{block}");
+        text.push_str(&block);
+        if errored && a.board.is_some() {
+            break;
+        }
+    }
+    let label = match seeds.as_slice() {
+        [one] => format!("seed {one}"),
+        many => format!("seeds {}-{}", many[0], many[many.len() - 1]),
+    };
+    if s.kind.gap_measured() && !errored {
+        let gap = scenario::gap_checks(s, &cmps);
+        let block = report::checks_text(&format!("{} over {label}", s.name), &gap);
+        print!("{block}");
+        text.push_str(&block);
+        ok &= scenario::verdict(&gap);
+    }
+    Ok((ok, errored, label))
 }
 
 /// The top-down path of a run against the pure simulation of the same seed.
