@@ -17,6 +17,93 @@ use clawrl_policy::{Activation, ObsSource};
 use clawrl_sim::quadruped::TaskConfig;
 use serde::{Deserialize, Serialize};
 
+/// Declares a closed choice of a config file: a lowercase TOML string parsed into the enum at
+/// load, so an unknown value is an error naming the file and the key, never a silent default.
+macro_rules! choice {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vdoc])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// The value as the config file spells it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+choice! {
+    /// `ppo.schedule`: how the learning rate moves.
+    LrSchedule {
+        /// From the measured KL (rsl_rl): up when under `desired_kl` / 2, down when over twice.
+        Adaptive = "adaptive",
+        Fixed = "fixed",
+    }
+}
+
+choice! {
+    /// `distill.mode`.
+    DistillMode {
+        /// The student's PPO loss + alpha * divergence to the teacher.
+        Opd = "opd",
+        /// The divergence alone (DAgger-style: the student acts, the teacher labels).
+        Distill = "distill",
+        /// PPO alone on the student's observation (the divergence is only measured).
+        Rl = "rl",
+    }
+}
+
+choice! {
+    /// `distill.loss`.
+    Divergence {
+        /// Closed-form Gaussian KL.
+        Kl = "kl",
+        /// Squared error of the action means.
+        Mse = "mse",
+    }
+}
+
+choice! {
+    /// `distill.kl_direction`.
+    KlDirection {
+        /// KL(teacher || student).
+        Forward = "forward",
+        /// KL(student || teacher).
+        Reverse = "reverse",
+    }
+}
+
+choice! {
+    /// `distill.alpha_schedule`: from `alpha` to `alpha_final`.
+    AlphaSchedule {
+        Constant = "constant",
+        Linear = "linear",
+        Cosine = "cosine",
+    }
+}
+
+choice! {
+    /// `distill.teacher_update`.
+    TeacherUpdate {
+        /// The teacher never changes.
+        Frozen = "frozen",
+        /// Self-distillation: the teacher moves towards the student, on a condition.
+        Ema = "ema",
+    }
+}
+
 /// `[run]`: what to train, where, and for how long.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -165,8 +252,7 @@ pub struct PpoConfig {
     /// Global gradient-norm clip.
     pub max_grad_norm: f64,
     pub use_clipped_value_loss: bool,
-    /// `adaptive` (learning rate from the measured KL) or `fixed`.
-    pub schedule: String,
+    pub schedule: LrSchedule,
     pub desired_kl: f64,
     pub min_learning_rate: f64,
     pub max_learning_rate: f64,
@@ -192,12 +278,6 @@ impl Validate for PpoFile {
         check_range("ppo.entropy_coef", p.entropy_coef, 0.0, 1.0)?;
         check_range("ppo.learning_rate", p.learning_rate, 1e-8, 1.0)?;
         check_range("ppo.max_grad_norm", p.max_grad_norm, 1e-6, 1e6)?;
-        if !["adaptive", "fixed"].contains(&p.schedule.as_str()) {
-            return Err(KeyError::new(
-                "ppo.schedule",
-                format!("`{}` is not `adaptive` or `fixed`", p.schedule),
-            ));
-        }
         check_range("ppo.desired_kl", p.desired_kl, 1e-6, 10.0)?;
         check_range("ppo.min_learning_rate", p.min_learning_rate, 1e-10, 1.0)?;
         check_range(
@@ -291,24 +371,18 @@ pub struct DistillConfig {
     /// starts, and a resumed run refuses a teacher file that has changed since.
     #[serde(default)]
     pub teacher_sha256: String,
-    /// `opd`: student's PPO loss + alpha * divergence to the teacher; `distill`: the
-    /// divergence alone (DAgger-style, the student acts, the teacher labels); `rl`: PPO alone
-    /// on the student's observation (the divergence is only measured).
-    pub mode: String,
-    /// `kl` (closed-form Gaussian KL) or `mse` (of the action means).
-    pub loss: String,
-    /// `forward` = KL(teacher || student), `reverse` = KL(student || teacher).
-    pub kl_direction: String,
+    pub mode: DistillMode,
+    pub loss: Divergence,
+    pub kl_direction: KlDirection,
     /// Weight of the divergence at iteration 0.
     pub alpha: f64,
-    /// `constant`, `linear` or `cosine` decay from `alpha` to `alpha_final`.
-    pub alpha_schedule: String,
+    pub alpha_schedule: AlphaSchedule,
     pub alpha_final: f64,
     /// Iterations over which alpha decays (then stays at `alpha_final`).
     pub alpha_decay_iterations: usize,
-    /// `frozen` (the teacher never changes) or `ema` (self-distillation: the teacher moves
-    /// towards the student by `ema_rate` after an update, only while the condition holds).
-    pub teacher_update: String,
+    /// `ema`: the teacher moves towards the student by `ema_rate` after an update, only while
+    /// the condition holds.
+    pub teacher_update: TeacherUpdate,
     pub ema_rate: f64,
     /// The EMA condition: the student's mean return over its last `ema_window` episodes beats
     /// the teacher's (measured on the same task before training) by `ema_margin`.
@@ -329,8 +403,6 @@ fn one() -> f64 {
     1.0
 }
 
-pub const DISTILL_MODES: [&str; 3] = ["opd", "distill", "rl"];
-
 fn default_endpoint() -> String {
     clawrl_endpoint::config::DEFAULT_FILE.into()
 }
@@ -344,22 +416,12 @@ pub struct DistillFile {
 impl Validate for DistillFile {
     fn validate(&self) -> Result<(), KeyError> {
         let d = &self.distill;
-        let one_of = |key: &str, value: &str, allowed: &[&str]| {
-            if allowed.contains(&value) {
-                Ok(())
-            } else {
-                Err(KeyError::new(
-                    key,
-                    format!("`{value}` is not one of {allowed:?}"),
-                ))
-            }
-        };
         if d.teacher.is_empty() {
             return Err(KeyError::new("distill.teacher", "names no teacher file"));
         }
         if let Some(role) = clawrl_endpoint::Role::parse(&d.teacher) {
             role.map_err(|e| KeyError::new("distill.teacher", e))?;
-            if d.teacher_update == "ema" {
+            if d.teacher_update == TeacherUpdate::Ema {
                 return Err(KeyError::new(
                     "distill.teacher_update",
                     format!(
@@ -369,26 +431,9 @@ impl Validate for DistillFile {
                 ));
             }
         }
-        one_of("distill.mode", &d.mode, &DISTILL_MODES)?;
-        one_of("distill.loss", &d.loss, &["kl", "mse"])?;
-        one_of(
-            "distill.kl_direction",
-            &d.kl_direction,
-            &["forward", "reverse"],
-        )?;
-        one_of(
-            "distill.alpha_schedule",
-            &d.alpha_schedule,
-            &["constant", "linear", "cosine"],
-        )?;
-        one_of(
-            "distill.teacher_update",
-            &d.teacher_update,
-            &["frozen", "ema"],
-        )?;
         check_range("distill.alpha", d.alpha, 0.0, 1e6)?;
         check_range("distill.rollout_noise", d.rollout_noise, 0.0, 1.0)?;
-        if d.rollout_noise != 1.0 && d.mode != "distill" {
+        if d.rollout_noise != 1.0 && d.mode != DistillMode::Distill {
             return Err(KeyError::new(
                 "distill.rollout_noise",
                 format!(

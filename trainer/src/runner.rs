@@ -95,7 +95,7 @@ fn build_algorithm(
             let (teacher, digest) = crate::remote::load_teacher(c, &cfg.source)?;
             let frame = spec.obs_dim(teacher.source().policy_config().obs_source);
             check_pair(c, teacher.source(), policy.as_ref(), frame)?;
-            let teacher_return = if c.teacher_update == "ema" {
+            let teacher_return = if c.teacher_update == crate::config::TeacherUpdate::Ema {
                 let opts = EvalOptions {
                     episodes: c.ema_window,
                     gait_seconds: 0.0,

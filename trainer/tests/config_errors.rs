@@ -213,7 +213,10 @@ fn mean_action_rollouts_are_only_for_pure_distillation() {
     let clawrl_trainer::config::AlgoConfig::Distill(d) = &cfg.algo else {
         panic!("quadruped_distill.toml is not a distillation");
     };
-    assert_eq!((d.mode.as_str(), d.rollout_noise), ("distill", 0.0));
+    assert_eq!(
+        (d.mode, d.rollout_noise),
+        (clawrl_trainer::config::DistillMode::Distill, 0.0)
+    );
     assert!(
         load_train_config(
             &run,
@@ -221,4 +224,42 @@ fn mean_action_rollouts_are_only_for_pure_distillation() {
         )
         .is_ok()
     );
+}
+
+/// The closed choices (`ppo.schedule`, `distill.mode`, `loss`, `kl_direction`,
+/// `alpha_schedule`, `teacher_update`) are parsed at load: a value outside them, a misspelling
+/// or another case included, is an error naming the file, the key and the values there are.
+#[test]
+fn an_unknown_choice_names_the_file_the_key_and_the_choices() {
+    let ppo_run = common::repo().join("configs/run/quadruped_flat_ppo.toml");
+    let e = err(&ppo_run, &["ppo.schedule=\"Adaptive\""]);
+    assert_eq!(e.key, "ppo.schedule");
+    assert!(
+        e.reason.contains("`adaptive`") && e.reason.contains("`fixed`"),
+        "{e}"
+    );
+    let distill_run = common::repo().join("configs/run/quadruped_distill.toml");
+    for (key, bad, choices) in [
+        (
+            "distill.mode",
+            "dagger",
+            ["`opd`", "`distill`", "`rl`"].as_slice(),
+        ),
+        ("distill.loss", "l2", &["`kl`", "`mse`"]),
+        ("distill.kl_direction", "both", &["`forward`", "`reverse`"]),
+        (
+            "distill.alpha_schedule",
+            "exponential",
+            &["`constant`", "`linear`", "`cosine`"],
+        ),
+        ("distill.teacher_update", "polyak", &["`frozen`", "`ema`"]),
+    ] {
+        let e = err(&distill_run, &[&format!("{key}=\"{bad}\"")]);
+        assert_eq!(e.key, key, "{e}");
+        assert!(e.file.to_string_lossy().ends_with("distill.toml"), "{e}");
+        assert!(e.reason.contains(bad), "{e}");
+        for c in choices {
+            assert!(e.reason.contains(c), "{key}: {e}");
+        }
+    }
 }

@@ -23,7 +23,9 @@ use clawrl_sim::Batch;
 
 use super::model::{ActorInput, load_policy, save_policy};
 use super::{Algorithm, LossContext, Ppo, Stats, TrainHooks};
-use crate::config::DistillConfig;
+use crate::config::{
+    AlphaSchedule, DistillConfig, DistillMode, Divergence, KlDirection, TeacherUpdate,
+};
 use crate::storage::gather;
 
 /// Tensor-name prefix of the teacher in a checkpoint (it changes under EMA).
@@ -65,13 +67,13 @@ pub struct Distill {
 /// Alpha at `iteration` under the configured schedule.
 pub fn alpha_at(c: &DistillConfig, iteration: usize) -> f64 {
     let f = (iteration as f64 / c.alpha_decay_iterations as f64).min(1.0);
-    match c.alpha_schedule.as_str() {
-        "linear" => c.alpha + (c.alpha_final - c.alpha) * f,
-        "cosine" => {
+    match c.alpha_schedule {
+        AlphaSchedule::Linear => c.alpha + (c.alpha_final - c.alpha) * f,
+        AlphaSchedule::Cosine => {
             c.alpha_final
                 + (c.alpha - c.alpha_final) * 0.5 * (1.0 + (std::f64::consts::PI * f).cos())
         }
-        _ => c.alpha,
+        AlphaSchedule::Constant => c.alpha,
     }
 }
 
@@ -123,7 +125,7 @@ pub fn check_pair(
             "distillation compares Gaussians before any tanh: use unsquashed kinds (gaussian_mlp, temporal_conv)"
         );
     }
-    if c.teacher_update == "ema" {
+    if c.teacher_update == TeacherUpdate::Ema {
         let same = t.kind == s.kind
             && t.obs_dim == s.obs_dim
             && t.obs_source == s.obs_source
@@ -158,7 +160,7 @@ impl Distill {
         num_envs: usize,
         teacher_return: Option<f64>,
     ) -> Result<Self> {
-        if cfg.mode == "distill" {
+        if cfg.mode == DistillMode::Distill {
             ppo.set_rl_coef(0.0);
             ppo.set_noise_scale(cfg.rollout_noise as f32);
         }
@@ -237,15 +239,17 @@ impl TrainHooks for DivergenceLoss<'_> {
         let tls = Tensor::from_slice(&self.buf[1], (b, na), &Device::Cpu)?;
         let (sm, sls) = (&ctx.dist.mean, &ctx.dist.log_std);
         let kl_forward = distribution::kl(&tm, &tls, sm, sls)?.mean_all()?;
-        let div = match (self.cfg.loss.as_str(), self.cfg.kl_direction.as_str()) {
-            ("mse", _) => (sm - &tm)?.sqr()?.sum(1)?.mean_all()?,
-            (_, "reverse") => distribution::kl(sm, sls, &tm, &tls)?.mean_all()?,
-            _ => kl_forward.clone(),
+        let div = match (self.cfg.loss, self.cfg.kl_direction) {
+            (Divergence::Mse, _) => (sm - &tm)?.sqr()?.sum(1)?.mean_all()?,
+            (Divergence::Kl, KlDirection::Reverse) => {
+                distribution::kl(sm, sls, &tm, &tls)?.mean_all()?
+            }
+            (Divergence::Kl, KlDirection::Forward) => kl_forward.clone(),
         };
         self.sum_div += f64::from(div.to_scalar::<f32>()?);
         self.sum_kl += f64::from(kl_forward.to_scalar::<f32>()?);
         self.count += 1;
-        let mine = (self.cfg.mode != "rl")
+        let mine = (self.cfg.mode != DistillMode::Rl)
             .then(|| div * self.alpha)
             .transpose()?;
         Ok(match (mine, self.outer.extra_loss(ctx)?) {
@@ -325,7 +329,7 @@ impl Algorithm for Distill {
         let mut stats = self.ppo.update(rng, &mut loss, iteration)?;
         let k = loss.count.max(1) as f64;
         let (div, kl) = (loss.sum_div / k, loss.sum_kl / k);
-        let fired = self.cfg.teacher_update == "ema"
+        let fired = self.cfg.teacher_update == TeacherUpdate::Ema
             && ema_condition(&self.cfg, &self.recent, self.teacher_return);
         if fired {
             self.ema_step()?;
@@ -333,7 +337,11 @@ impl Algorithm for Distill {
         stats.extend([
             (
                 "distill_alpha",
-                if self.cfg.mode == "rl" { 0.0 } else { alpha },
+                if self.cfg.mode == DistillMode::Rl {
+                    0.0
+                } else {
+                    alpha
+                },
             ),
             ("distill_loss", div),
             ("kl_teacher", kl),
@@ -386,7 +394,7 @@ mod tests {
     use super::*;
     use crate::config::{DistillConfig, PpoConfig};
 
-    fn cfg(schedule: &str) -> DistillConfig {
+    fn cfg(schedule: AlphaSchedule) -> DistillConfig {
         let ppo: PpoConfig = toml::from_str::<toml::Table>(
             &std::fs::read_to_string(clawrl_sim::repo_root().join("configs/algo/ppo.toml"))
                 .unwrap(),
@@ -399,14 +407,14 @@ mod tests {
             teacher: "t".into(),
             teacher_sha256: String::new(),
             endpoint: String::new(),
-            mode: "opd".into(),
-            loss: "kl".into(),
-            kl_direction: "forward".into(),
+            mode: DistillMode::Opd,
+            loss: Divergence::Kl,
+            kl_direction: KlDirection::Forward,
             alpha: 2.0,
-            alpha_schedule: schedule.into(),
+            alpha_schedule: schedule,
             alpha_final: 0.5,
             alpha_decay_iterations: 100,
-            teacher_update: "ema".into(),
+            teacher_update: TeacherUpdate::Ema,
             ema_rate: 0.1,
             ema_window: 3,
             ema_margin: 1.0,
@@ -418,18 +426,18 @@ mod tests {
     #[test]
     fn alpha_schedules_start_at_alpha_and_end_at_alpha_final() {
         let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
-        assert!(close(alpha_at(&cfg("constant"), 50), 2.0));
-        let l = cfg("linear");
+        assert!(close(alpha_at(&cfg(AlphaSchedule::Constant), 50), 2.0));
+        let l = cfg(AlphaSchedule::Linear);
         assert!(close(alpha_at(&l, 0), 2.0) && close(alpha_at(&l, 50), 1.25));
         assert!(close(alpha_at(&l, 100), 0.5) && close(alpha_at(&l, 1000), 0.5));
-        let c = cfg("cosine");
+        let c = cfg(AlphaSchedule::Cosine);
         assert!(close(alpha_at(&c, 0), 2.0) && close(alpha_at(&c, 50), 1.25));
         assert!(close(alpha_at(&c, 100), 0.5) && alpha_at(&c, 25) > 1.25 + 0.375);
     }
 
     #[test]
     fn ema_condition_needs_a_full_window_that_beats_the_teacher_by_the_margin() {
-        let c = cfg("constant");
+        let c = cfg(AlphaSchedule::Constant);
         let w = |v: &[f64]| v.iter().copied().collect::<VecDeque<f64>>();
         assert!(
             !ema_condition(&c, &w(&[20.0, 20.0]), Some(10.0)),

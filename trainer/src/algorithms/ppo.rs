@@ -320,7 +320,7 @@ impl Algorithm for Ppo {
                     );
                 }
                 kl /= mb as f64;
-                if c.schedule == "adaptive" {
+                if c.schedule == crate::config::LrSchedule::Adaptive {
                     self.opt.lr = adaptive_learning_rate(self.opt.lr, kl, &c);
                 }
 

@@ -13,8 +13,8 @@ use clawrl_trainer::config::{DistillConfig, PpoConfig};
 use rand::SeedableRng;
 
 use super::{
-    PullMeansDown, close, named, policy_with_actions, ppo_config, ppo_with_actions, random_batch,
-    rollout, section, set, values,
+    PullMeansDown, choice, close, named, policy_with_actions, ppo_config, ppo_with_actions,
+    random_batch, rollout, section, set, values,
 };
 
 const NA: usize = 2;
@@ -24,14 +24,14 @@ fn distill_config(mode: &str, teacher_update: &str, ppo: PpoConfig) -> DistillCo
         teacher: "teacher.safetensors".into(),
         endpoint: String::new(),
         teacher_sha256: String::new(),
-        mode: mode.into(),
-        loss: "kl".into(),
-        kl_direction: "forward".into(),
+        mode: choice(mode),
+        loss: choice("kl"),
+        kl_direction: choice("forward"),
         alpha: 0.7,
-        alpha_schedule: "constant".into(),
+        alpha_schedule: choice("constant"),
         alpha_final: 0.7,
         alpha_decay_iterations: 1,
-        teacher_update: teacher_update.into(),
+        teacher_update: choice(teacher_update),
         ema_rate: 0.25,
         ema_window: 3,
         ema_margin: 1.0,
@@ -47,7 +47,7 @@ fn still() -> PpoConfig {
         num_learning_epochs: 2,
         num_mini_batches: 2,
         learning_rate: 0.0,
-        schedule: "fixed".into(),
+        schedule: choice("fixed"),
         ..ppo_config()
     }
 }
@@ -287,7 +287,7 @@ fn the_reported_divergence_is_the_mean_over_every_collected_row() {
     assert_eq!((got("distill_alpha"), got("ema_updates")), (0.7, 0.0));
 
     let reverse = DistillConfig {
-        kl_direction: "reverse".into(),
+        kl_direction: choice("reverse"),
         ..base.clone()
     };
     let (stats, [fwd, rev, _]) = still_iteration(reverse);
@@ -298,7 +298,7 @@ fn the_reported_divergence_is_the_mean_over_every_collected_row() {
     assert!(close(stat(&stats, "kl_teacher"), fwd, tol(fwd)));
 
     let mse_loss = DistillConfig {
-        loss: "mse".into(),
+        loss: choice("mse"),
         ..base.clone()
     };
     let (stats, [fwd, _, mse]) = still_iteration(mse_loss);
@@ -320,7 +320,7 @@ fn act_answers_the_students_actions_and_in_rl_mode_the_update_is_ppos() {
     // divergence is not in the loss) and in `opd` mode (it is).
     let cfg = PpoConfig {
         num_steps_per_env: 2,
-        schedule: "fixed".into(),
+        schedule: choice("fixed"),
         ..ppo_config()
     };
     let n = 3;
@@ -364,7 +364,7 @@ fn distill_step(alpha: f64, hooks: &mut dyn TrainHooks) -> (Vec<f32>, Vec<f32>) 
             "frozen",
             PpoConfig {
                 num_steps_per_env: 2,
-                schedule: "fixed".into(),
+                schedule: choice("fixed"),
                 learning_rate: 1e-3,
                 ..ppo_config()
             },
@@ -460,7 +460,7 @@ fn iteration_with_returns(
 fn ema_cfg(teacher_update: &str) -> DistillConfig {
     let ppo = PpoConfig {
         num_steps_per_env: 4,
-        schedule: "fixed".into(),
+        schedule: choice("fixed"),
         learning_rate: 1e-2,
         ..ppo_config()
     };

@@ -21,6 +21,12 @@ mod tracking;
 
 const DEV: Device = Device::Cpu;
 
+/// A closed config choice (`ppo.schedule`, `distill.mode`, ...) from its spelling in a config
+/// file.
+pub fn choice<T: serde::de::DeserializeOwned>(spelling: &str) -> T {
+    toml::Value::String(spelling.into()).try_into().unwrap()
+}
+
 fn t1(v: &[f32]) -> Tensor {
     Tensor::from_slice(v, v.len(), &DEV).unwrap()
 }
@@ -46,7 +52,7 @@ fn ppo_config() -> PpoConfig {
         learning_rate: 1e-3,
         max_grad_norm: 1.0,
         use_clipped_value_loss: true,
-        schedule: "adaptive".into(),
+        schedule: choice("adaptive"),
         desired_kl: 0.01,
         min_learning_rate: 1e-5,
         max_learning_rate: 1e-2,
@@ -267,7 +273,7 @@ fn ppo_learning_rate_after_update(desired_kl: f64, schedule: &str) -> f64 {
         desired_kl,
         min_learning_rate: 1e-6,
         max_learning_rate: 1.0,
-        schedule: schedule.into(),
+        schedule: choice(schedule),
         ..ppo_config()
     };
     let n = 8;
@@ -927,7 +933,7 @@ fn a_ppo_update_reports_the_losses_kl_and_clip_fraction_of_its_minibatches() {
         num_steps_per_env: 2,
         num_mini_batches: 2,
         learning_rate: 0.0,
-        schedule: "fixed".into(),
+        schedule: choice("fixed"),
         ..ppo_config()
     };
     let shift = [0.35, -0.3];
@@ -1048,7 +1054,7 @@ fn the_hooks_loss_joins_the_actors_and_the_value_coefficient_scales_the_critics(
         num_steps_per_env: 2,
         value_loss_coef: 0.0,
         learning_rate: 1e-3,
-        schedule: "fixed".into(),
+        schedule: choice("fixed"),
         ..ppo_config()
     };
     let mut alg = ppo(cfg, vec![], 4, 5);
@@ -1109,7 +1115,7 @@ fn a_large_entropy_bonus_widens_the_policy() {
         entropy_coef: 1000.0,
         value_loss_coef: 0.0,
         learning_rate: lr,
-        schedule: "fixed".into(),
+        schedule: choice("fixed"),
         ..ppo_config()
     };
     let log_std_step = |entropy_coef: f64| {
@@ -1141,7 +1147,7 @@ fn the_critic_descends_its_value_loss() {
         num_steps_per_env: 2,
         value_loss_coef: 1.0,
         learning_rate: lr,
-        schedule: "fixed".into(),
+        schedule: choice("fixed"),
         ..ppo_config()
     };
     let (before, after) = ppo_update_with(cfg, 0.0, 10.0);
