@@ -74,8 +74,10 @@ pub struct MlpPolicy {
 pub enum OnnxError {
     #[error("invalid policy: {0}")]
     Invalid(String),
-    #[error("cannot write {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    /// The OS error's text is in the message, so it is not also the `source()` (which an
+    /// error chain would print again).
+    #[error("cannot write {}: {err}", path.display())]
+    Io { path: PathBuf, err: io::Error },
 }
 
 fn invalid(msg: impl Into<String>) -> OnnxError {
@@ -367,9 +369,9 @@ pub fn to_onnx_bytes(p: &MlpPolicy) -> Result<Vec<u8>, OnnxError> {
 /// so a reader never sees a half-written file.
 pub fn write_onnx(path: &Path, p: &MlpPolicy) -> Result<(), OnnxError> {
     let bytes = to_onnx_bytes(p)?;
-    let io_err = |source| OnnxError::Io {
+    let io_err = |err| OnnxError::Io {
         path: path.to_path_buf(),
-        source,
+        err,
     };
     let Some(file_name) = path.file_name() else {
         return Err(io_err(io::Error::new(

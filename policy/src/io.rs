@@ -122,9 +122,9 @@ pub fn to_safetensors_bytes(tensors: &[(String, Tensor)], metadata: &Metadata) -
 /// Writes `bytes` to `path` so that `path` is either the old file or the complete new one,
 /// whenever the process dies: temporary file in the same directory, fsync, rename, fsync dir.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |source| PolicyError::Io {
+    let io = |err| PolicyError::Io {
         path: path.to_path_buf(),
-        source,
+        err,
     };
     let dir = path
         .parent()
@@ -233,9 +233,9 @@ pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<(HashMap<String, Tensor>,
 
 /// Loads a file written by [`save`].
 pub fn load(path: &Path) -> Result<(HashMap<String, Tensor>, Metadata)> {
-    let bytes = std::fs::read(path).map_err(|source| PolicyError::Io {
+    let bytes = std::fs::read(path).map_err(|err| PolicyError::Io {
         path: path.to_path_buf(),
-        source,
+        err,
     })?;
     from_bytes(&bytes, path)
 }

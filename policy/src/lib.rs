@@ -37,10 +37,12 @@ pub enum PolicyError {
     Candle(#[from] candle_core::Error),
     #[error("safetensors: {0}")]
     SafeTensors(String),
-    #[error("io error on {path}: {source}")]
+    /// The message holds the OS error's text, so the OS error is a field, not the `source()`:
+    /// a source would be printed a second time by an error chain (`{:#}`).
+    #[error("io error on {}: {err}", path.display())]
     Io {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        err: std::io::Error,
     },
     #[error("unknown policy kind `{0}` (registered: {1})")]
     UnknownKind(String, String),

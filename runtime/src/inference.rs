@@ -25,8 +25,16 @@ pub enum InferenceError {
     ObsLength { expected: usize, got: usize },
     #[error("action buffer has {got} values, the network writes {expected}")]
     ActionLength { expected: usize, got: usize },
+    /// Candle's text is in the message, so it is not also the `source()` (which an error
+    /// chain, `{:#}`, would print again); hence the hand-written `From`.
     #[error("candle: {0}")]
-    Candle(#[from] candle_core::Error),
+    Candle(candle_core::Error),
+}
+
+impl From<candle_core::Error> for InferenceError {
+    fn from(e: candle_core::Error) -> Self {
+        Self::Candle(e)
+    }
 }
 
 /// The part of the policy crate's `PolicyConfig` that shapes the forward pass. Other keys

@@ -52,7 +52,7 @@ pub use crate::inference::SUPPORTED_KINDS as NETWORK_KINDS;
 pub enum InstallError {
     /// The bundle failed [`clawrl_bundle::read`] (read, container, format, integrity,
     /// manifest or signature).
-    #[error("{0}")]
+    #[error(transparent)]
     Bundle(#[from] BundleError),
     /// The bundle is valid but made for another robot (or for this one in another way).
     #[error("bundle {} is not for this robot: {field} {detail}", path.display())]
@@ -61,12 +61,13 @@ pub enum InstallError {
         field: String,
         detail: String,
     },
-    /// A file system operation failed.
-    #[error("{what} {}: {source}", path.display())]
+    /// A file system operation failed. The OS error's text is in the message, so it is not
+    /// also the `source()` (which an error chain would print again).
+    #[error("{what} {}: {err}", path.display())]
     Io {
         what: &'static str,
         path: PathBuf,
-        source: io::Error,
+        err: io::Error,
     },
     /// The copy in the slot does not read back as the bundle that was verified.
     #[error("bundle {}: the copy read back differs from the verified source ({detail})", path.display())]
@@ -93,7 +94,7 @@ pub enum InstallError {
 
 fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> InstallError {
     let path = path.to_path_buf();
-    move |source| InstallError::Io { what, path, source }
+    move |err| InstallError::Io { what, path, err }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,8 +20,10 @@ use crate::wire::{self, BoardState};
 pub enum LinkError {
     #[error("serial port {port}: {reason}")]
     Open { port: String, reason: String },
+    /// The OS error's text is in the message, so it is not also the `source()` (which an
+    /// error chain, `{:#}`, would print again); hence the hand-written `From`.
     #[error("serial I/O: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     #[error("device {id} did not answer within {timeout:?}")]
     Timeout { id: u8, timeout: Duration },
     #[error(
@@ -38,6 +40,12 @@ pub enum LinkError {
         fault_names(*faults)
     )]
     EStopLatched { faults: u16, state: u8 },
+}
+
+impl From<std::io::Error> for LinkError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
 }
 
 /// The latched causes of a Fault Flags value in words: "e-stop, watchdog".

@@ -61,7 +61,7 @@ pub fn load_source(path: &Path) -> Result<Source> {
             (l.path, run_dir, l.tensors, l.meta)
         }
     } else {
-        let (t, m) = clawrl_policy::io::load(path)?;
+        let (t, m) = clawrl_policy::io::load(path).map_err(|e| with_hint(path, e))?;
         (path.to_path_buf(), Some(checkpoint::run_dir_of(path)), t, m)
     };
     let text = meta.get(META_TRAIN_CONFIG).with_context(|| {
@@ -80,6 +80,19 @@ pub fn load_source(path: &Path) -> Result<Source> {
         policy,
         config,
     })
+}
+
+/// A path that does not exist gets what a policy path may be and where the shipped one is:
+/// "no such file" alone does not say what was expected. The path and the OS error are in `e`.
+fn with_hint(path: &Path, e: clawrl_policy::PolicyError) -> anyhow::Error {
+    let e = anyhow::Error::from(e);
+    if path.exists() {
+        return e;
+    }
+    e.context(
+        "no policy there (a policy is a run folder, a checkpoint, a policy.safetensors or a \
+         .clawrl bundle; the shipped teacher is assets/pretrained/quadruped_flat_ppo)",
+    )
 }
 
 #[derive(Debug, Clone)]
