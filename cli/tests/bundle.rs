@@ -228,3 +228,31 @@ fn compare_writes_its_table_csv_and_picture() {
     );
     assert!(std::fs::metadata(out.join("compare.png")).unwrap().len() > 10_000);
 }
+
+/// A bundle has no run folder: without --out its evaluation and comparison go under runs/ of
+/// the current directory, not loose into it (the repository root when following the README).
+#[test]
+fn a_bundles_eval_and_compare_default_to_runs_not_the_current_directory() {
+    let dir = tmp("bundle-defaults");
+    let s = student(&dir);
+    let b = dir.join("s.clawrl");
+    export(&s, &b, &[]);
+    let cwd = dir.join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    ok(clawrl(&["eval", "--episodes", "2", "--policy"])
+        .arg(&b)
+        .current_dir(&cwd));
+    ok(clawrl(&["compare", "--episodes", "2", "--teacher"])
+        .arg(dir.join("teacher"))
+        .arg("--student")
+        .arg(&b)
+        .current_dir(&cwd));
+    let top: Vec<String> = std::fs::read_dir(&cwd)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(top, ["runs"], "written loose into the current directory");
+    assert!(cwd.join("runs/eval/s/eval.txt").is_file());
+    assert!(cwd.join("runs/compare/s/compare.txt").is_file());
+    std::fs::remove_dir_all(dir).ok();
+}

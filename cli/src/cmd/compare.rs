@@ -25,7 +25,8 @@ pub struct Args {
     /// Let the teacher act in the shared rollout (default: the student, on-policy).
     #[arg(long)]
     drive_with_teacher: bool,
-    /// Folder for compare.txt, compare.csv and compare.png (default: the student's run folder).
+    /// Folder for compare.txt, compare.csv and compare.png (default: the student's run folder;
+    /// runs/compare/NAME for a bundle, a served student or one under assets/pretrained/).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     #[arg(long, default_value_t = 10)]
@@ -45,10 +46,9 @@ pub fn run(a: Args) -> Result<()> {
         tt == st,
         "the teacher was trained on `{tt}`, the student on `{st}`: compare policies of one task"
     );
-    let out = a
-        .out
-        .or(student.run_dir.clone())
-        .unwrap_or_else(|| PathBuf::from("."));
+    let out = a.out.clone().unwrap_or_else(|| {
+        super::outputs::default_dir("compare", &a.student, student.run_dir.as_deref())
+    });
     std::fs::create_dir_all(&out)?;
     let opts = CompareOptions {
         episodes: a.episodes,

@@ -112,11 +112,12 @@ pub fn run(a: Args) -> Result<()> {
     tracing::info!("distilling into {}", runner.out_dir.display());
     let s = runner.train(&mut NoHooks)?;
     println!(
-        "done: {} iterations, {} env steps in {:.1} s; mean return {:.3}\noutputs: {}/{{config.toml,metrics.csv,curves.png,policy.safetensors,checkpoints/}}\nnext: clawrl export --policy {} --out student.clawrl",
+        "done: {} iterations, {} env steps in {:.1} s; mean return {:.3}\noutputs: {}/{{config.toml,metrics.csv,curves.png,policy.safetensors,checkpoints/}}\nnext: clawrl export --policy {} --out {}/student.clawrl",
         s.iterations,
         s.env_steps,
         s.wall_s,
         s.mean_return,
+        runner.out_dir.display(),
         runner.out_dir.display(),
         runner.out_dir.display()
     );

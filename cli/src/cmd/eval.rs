@@ -30,7 +30,8 @@ pub struct Args {
     #[arg(long = "set", value_name = "task.KEY=VALUE")]
     set: Vec<String>,
     /// Where eval.txt, eval.toml (the numbers, for scripts) and eval_episodes.csv go (default:
-    /// the policy's run folder).
+    /// the policy's run folder; runs/eval/NAME for a bundle, a served policy or the shipped
+    /// teacher under assets/pretrained/, whose files stay as shipped).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Write a gait diagram (joint angles and foot contacts) of the first episode (quadruped).
@@ -79,8 +80,7 @@ pub fn run(a: Args) -> Result<()> {
     println!("{text}");
     let out = a
         .out
-        .or(src.run_dir.clone())
-        .unwrap_or_else(|| PathBuf::from("."));
+        .unwrap_or_else(|| super::outputs::default_dir("eval", &a.policy, src.run_dir.as_deref()));
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     std::fs::write(out.join("eval.txt"), format!("{text}\n"))
         .with_context(|| format!("writing {}", out.join("eval.txt").display()))?;

@@ -8,6 +8,7 @@ pub mod export;
 pub mod flash;
 pub mod hil;
 pub mod keygen;
+pub mod outputs;
 pub mod plot;
 pub mod serve;
 pub mod simulate;
