@@ -2,7 +2,7 @@
 //! them (bit for bit the local policy's), and every refusal with its status and what it says.
 mod common;
 
-use clawrl_endpoint::server::{ServeOptions, check};
+use clawrl_endpoint::server::{ServeOptions, Server, check};
 use common::*;
 
 fn bearer() -> String {
@@ -155,6 +155,58 @@ fn each_key_mistake_gets_a_401_that_says_which() {
             );
             assert!(!body.contains(KEY), "the answer echoes the key: {body}");
         }
+    }
+}
+
+/// Every keyed route, as (method, path, body): the listing, one model (one that exists and one
+/// that does not, so a wrong key never learns which ids are served) and act.
+const KEYED_ROUTES: [(&str, &str, &str); 4] = [
+    ("GET", "/v1/models", ""),
+    ("GET", "/v1/models/teacher", ""),
+    ("GET", "/v1/models/no-such-model", ""),
+    (
+        "POST",
+        "/v1/act",
+        r#"{"model":"teacher","observations":[[0,0,0,0,0,0]]}"#,
+    ),
+];
+
+fn call(s: &Server, (method, path, body): (&str, &str, &str), auth: Option<&str>) -> (u16, String) {
+    match method {
+        "GET" => get(s.addr, path, auth),
+        _ => post(s.addr, path, auth, body),
+    }
+}
+
+#[test]
+fn every_keyed_route_refuses_every_near_miss_of_the_key() {
+    let s = server();
+    let prefix = &KEY[..KEY.len() - 1];
+    let misses = [
+        None,
+        Some("Bearer wrong-key".to_string()),
+        Some(format!("Bearer {prefix}")),
+        Some(format!("Bearer {}", &KEY[..1])),
+        Some(format!("Bearer {KEY}x")),
+        Some(format!("Bearer {KEY}{KEY}")),
+        Some(format!("Basic {KEY}")),
+        Some(format!("Bearer{KEY}")),
+        Some(format!("Bearer\t{KEY}")),
+    ];
+    for route in KEYED_ROUTES {
+        for auth in &misses {
+            let (status, body) = call(&s, route, auth.as_deref());
+            assert_eq!(status, 401, "{route:?} with {auth:?}: {body}");
+            assert_eq!(error_of(&body)["type"], "authentication_error", "{body}");
+        }
+        // The right key passes the check on every route (the unknown model is then a 404).
+        let (status, body) = call(&s, route, Some(&bearer()));
+        let want = if route.1.ends_with("no-such-model") {
+            404
+        } else {
+            200
+        };
+        assert_eq!(status, want, "{route:?} with the right key: {body}");
     }
 }
 
