@@ -256,3 +256,59 @@ fn a_bundles_eval_and_compare_default_to_runs_not_the_current_directory() {
     assert!(cwd.join("runs/compare/s/compare.txt").is_file());
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// `GET /v1/models` of a `clawrl serve` of `bundle` on 127.0.0.1 (no key), as raw text.
+fn served_models(bundle: &Path) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut child = clawrl(&["serve", "--listen", "127.0.0.1:0", "--model"])
+        .arg(bundle)
+        .env_remove("CLAWRL_API_KEY")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .trim()
+        .strip_prefix("serving on http://")
+        .and_then(|a| a.strip_suffix("/v1"))
+        .unwrap_or_else(|| panic!("serve printed {first:?}"))
+        .to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        s,
+        "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    answer
+}
+
+#[test]
+fn the_served_bundle_is_listed_under_the_sha256_verify_prints() {
+    let dir = tmp("bundle-served-sha");
+    let s = student(&dir);
+    let b = dir.join("s.clawrl");
+    export(&s, &b, &[]);
+    let (out, _) = ok(clawrl(&["verify"]).arg(&b));
+    let content = out
+        .split("sha256 ")
+        .nth(1)
+        .and_then(|r| r.get(..64))
+        .unwrap_or_else(|| panic!("no sha256 in {out}"))
+        .to_string();
+    let file = clawrl_bundle::file_sha256(&b).unwrap();
+    assert_ne!(content, file, "the test needs the two digests to differ");
+    let listed = served_models(&b);
+    assert!(
+        listed.contains(&format!("\"sha256\":\"{content}\"")),
+        "not the content sha256 {content} (the file's is {file}):\n{listed}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}

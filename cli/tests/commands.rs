@@ -338,3 +338,18 @@ fn evaluation_results_are_saved_before_the_plot_and_a_failed_plot_is_a_warning()
     assert!(out.contains("gait diagram") && png.exists(), "{out}");
     std::fs::remove_dir_all(root).ok();
 }
+
+/// The README says how many HIL scenarios there are: the number `clawrl hil --scenario list`
+/// prints, in words, as the README writes it.
+#[test]
+fn the_readme_counts_the_hil_scenarios_there_are() {
+    let (out, _) = ok(&mut clawrl(&["hil", "--scenario", "list"]));
+    let n = out.lines().filter(|l| !l.trim().is_empty()).count();
+    let words = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve",
+    ];
+    let said = format!("{} scenarios with pass conditions", words[n]);
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(readme.contains(&said), "README.md does not say {said:?}");
+}

@@ -316,6 +316,17 @@ fn serve_refuses_an_open_address_without_a_key_and_a_bad_key() {
     let mut c = clawrl(&["serve", "--listen", "0.0.0.0:0", "--model", &t]);
     let e = fails(clean(&mut c));
     assert!(e.contains("without an API key"), "{e}");
+    // Off loopback a one-character key is as good as none.
+    let mut c = clawrl(&["serve", "--listen", "0.0.0.0:0", "--model", &t]);
+    let e = fails(clean(&mut c).env("CLAWRL_API_KEY", "k"));
+    assert!(
+        e.contains("1-character API key") && e.contains("at least 16"),
+        "{e}"
+    );
+    // A zero body limit would refuse every request.
+    let mut c = clawrl(&["serve", "--max-body-mib", "0", "--listen", "127.0.0.1:0"]);
+    let e = fails(clean(&mut c).args(["--model", &t]));
+    assert!(e.contains("above 0"), "{e}");
     let mut c = clawrl(&["serve", "--listen", "127.0.0.1:0", "--model", &t]);
     let e = fails(clean(&mut c).env("CLAWRL_API_KEY", "key\n"));
     assert!(
@@ -331,6 +342,29 @@ fn serve_refuses_an_open_address_without_a_key_and_a_bad_key() {
     ]);
     let e = fails(clean(&mut c));
     assert!(e.contains("/nonexistent/run"), "{e}");
+}
+
+#[test]
+fn serve_listens_on_a_host_name() {
+    let t = teacher().display().to_string();
+    let mut c = clawrl(&["serve", "--listen", "localhost:0", "--model", &t]);
+    let mut child = clean(&mut c)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    // `localhost` resolves to a loopback address, IPv4 or IPv6 as the system lists it.
+    assert!(
+        first.starts_with("serving on http://127.0.0.1:")
+            || first.starts_with("serving on http://[::1]:"),
+        "{first:?}"
+    );
 }
 
 #[test]

@@ -90,6 +90,19 @@ fn flash_refuses_a_bad_bundle_or_target_with_one_clear_line_and_touches_nothing(
         "{err}"
     );
 
+    // A robot-side key given for a directory would be ignored: refused instead.
+    let err = fails(
+        clawrl(&["flash"])
+            .arg(bundles::quadruped_bundle(&dir, 4))
+            .arg("--to")
+            .arg(&root)
+            .args(["--remote-trust", "/etc/clawrl/me.pub"]),
+    );
+    assert!(
+        err.contains("--remote-trust") && err.contains("--trust"),
+        "{err}"
+    );
+
     assert_eq!(
         std::fs::read(install::current_bundle(&root).unwrap()).unwrap(),
         current

@@ -26,7 +26,8 @@ pub struct ModelInfo {
     pub kind: String,
     /// The task it was trained on (`quadruped_flat`, `cartpole`, ...).
     pub task: String,
-    /// SHA-256 of the served file (policy, checkpoint or bundle).
+    /// SHA-256 of the served policy: a bundle's content digest (as `clawrl verify` prints it),
+    /// else the file's (policy or checkpoint).
     pub sha256: String,
     pub observation: ObservationLayout,
     pub action: ActionLayout,
@@ -41,7 +42,7 @@ pub struct ModelInfo {
 #[derive(Debug, Clone, Default)]
 pub struct Provenance {
     pub task: String,
-    /// SHA-256 (hex) of the served file.
+    /// SHA-256 (hex): a bundle's content digest, else the served file's.
     pub sha256: String,
     /// Names of one observation frame's values, and of the actions.
     pub obs_names: Vec<String>,

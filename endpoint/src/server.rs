@@ -58,19 +58,20 @@ impl Default for ServeOptions {
     }
 }
 
-/// Refuses what must not start: a non-loopback address without a key, a bad key, no models,
-/// two models under one id.
+/// The shortest key accepted on a non-loopback address: anyone on the network may guess, and a
+/// short key falls to guessing (`head -c 24 /dev/urandom | base64` gives 32 characters).
+pub const MIN_REMOTE_KEY_CHARS: usize = 16;
+
+/// Refuses what must not start: a non-loopback address without a key or with a short one, a bad
+/// key, limits of zero (every request refused), no models, two models under one id.
 pub fn check(models: &[ServedModel], opts: &ServeOptions) -> Result<(), String> {
-    if opts.api_key.is_none() && !opts.listen.ip().is_loopback() {
+    check_key_for(opts)?;
+    if opts.max_body_bytes == 0 || opts.max_batch == 0 {
         return Err(format!(
-            "refusing to serve on {} without an API key: anyone who can reach it could use the \
-             policies; set {} (or --api-key-file), or listen on 127.0.0.1",
-            opts.listen,
-            crate::config::KEY_ENV
+            "a body limit of {} bytes and a batch limit of {} rows: every request would be \
+             refused; give limits above 0",
+            opts.max_body_bytes, opts.max_batch
         ));
-    }
-    if let Some(k) = &opts.api_key {
-        crate::config::check_key(k).map_err(|why| format!("the API key cannot be used: {why}"))?;
     }
     if models.is_empty() {
         return Err("no models to serve (give at least one --model)".into());
@@ -84,6 +85,33 @@ pub fn check(models: &[ServedModel], opts: &ServeOptions) -> Result<(), String> 
         }
     }
     Ok(())
+}
+
+/// The key against the address: required and long enough off loopback, well-formed anywhere.
+fn check_key_for(opts: &ServeOptions) -> Result<(), String> {
+    let remote = !opts.listen.ip().is_loopback();
+    match &opts.api_key {
+        None if remote => Err(format!(
+            "refusing to serve on {} without an API key: anyone who can reach it could use the \
+             policies; set {} (or --api-key-file), or listen on 127.0.0.1",
+            opts.listen,
+            crate::config::KEY_ENV
+        )),
+        None => Ok(()),
+        Some(k) => {
+            crate::config::check_key(k)
+                .map_err(|why| format!("the API key cannot be used: {why}"))?;
+            let n = k.chars().count();
+            if remote && n < MIN_REMOTE_KEY_CHARS {
+                return Err(format!(
+                    "refusing to serve on {} with a {n}-character API key: off loopback it needs \
+                     at least {MIN_REMOTE_KEY_CHARS} (e.g. `head -c 24 /dev/urandom | base64`)",
+                    opts.listen
+                ));
+            }
+            Ok(())
+        }
+    }
 }
 
 struct Shared {

@@ -318,11 +318,42 @@ fn a_non_loopback_address_needs_a_key_and_ids_must_be_unique() {
         e.contains("without an API key") && e.contains("CLAWRL_API_KEY"),
         "{e}"
     );
+    // Off loopback a key must resist guessing: one character, or one short of the minimum, is
+    // refused; the minimum passes. On loopback a short key stays allowed.
+    for short in ["k", "0123456789abcde"] {
+        let e = check(
+            &models(),
+            &ServeOptions {
+                api_key: Some(short.into()),
+                ..open.clone()
+            },
+        )
+        .unwrap_err();
+        assert!(e.contains("at least 16"), "{short}: {e}");
+    }
     let keyed = ServeOptions {
-        api_key: Some("k".into()),
+        api_key: Some("0123456789abcdef".into()),
         ..open.clone()
     };
     assert!(check(&models(), &keyed).is_ok());
+    let short_on_loopback = ServeOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        api_key: Some("k".into()),
+        ..open.clone()
+    };
+    assert!(check(&models(), &short_on_loopback).is_ok());
+    // Limits of zero would refuse every request: refused at start.
+    for (body, batch) in [(0, 65_536), (16 << 20, 0)] {
+        let zero = ServeOptions {
+            max_body_bytes: body,
+            max_batch: batch,
+            ..keyed.clone()
+        };
+        assert!(
+            check(&models(), &zero).unwrap_err().contains("above 0"),
+            "{body} {batch}"
+        );
+    }
     let loopback = ServeOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         ..open

@@ -88,7 +88,7 @@ pub fn load_any(spec: &str, endpoint: &Path) -> Result<AnySource> {
 }
 
 /// What `/v1/models` says of a local policy served as `id`: its layout with the task's names,
-/// the SHA-256 of its file and its training configuration.
+/// its SHA-256 (see [`served_sha256`]) and its training configuration.
 pub fn model_info(id: &str, src: &Source) -> Result<ModelInfo> {
     let envs = make_envs(&src.config, 1)?;
     let spec = envs[0].spec();
@@ -96,8 +96,7 @@ pub fn model_info(id: &str, src: &Source) -> Result<ModelInfo> {
     let frame = spec.obs_dim(c.obs_source);
     // The names are the privileged layout's; the onboard layout is its prefix.
     let names = spec.obs_names.iter().take(frame).cloned().collect();
-    let sha256 = clawrl_bundle::file_sha256(&src.file)
-        .with_context(|| format!("reading {}", src.file.display()))?;
+    let sha256 = served_sha256(&src.file)?;
     Ok(ModelInfo::new(
         id,
         c,
@@ -110,6 +109,20 @@ pub fn model_info(id: &str, src: &Source) -> Result<ModelInfo> {
             train_config: toml::to_string(&src.config)?,
         },
     ))
+}
+
+/// The SHA-256 a served policy is known by: for a bundle its content digest, the one `clawrl
+/// verify` and `clawrl flash` print, so a client can match what it is served against what was
+/// flashed; for a policy file the file's, the one `distill` pins a teacher by.
+pub fn served_sha256(file: &Path) -> Result<String> {
+    if file
+        .extension()
+        .is_some_and(|e| e == crate::export::EXTENSION)
+    {
+        let b = clawrl_bundle::read(file, &clawrl_bundle::Trust::default())?;
+        return Ok(b.sha256_hex());
+    }
+    clawrl_bundle::file_sha256(file).with_context(|| format!("reading {}", file.display()))
 }
 
 /// The distiller's teacher named by `distill.teacher` (a policy file, or `remote:teacher` through

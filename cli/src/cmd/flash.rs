@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long)]
     require_signature: bool,
     /// A trusted public key file on the robot, passed to `clawrl-runtime install --trust`;
-    /// repeatable (remote targets only).
+    /// repeatable (remote targets only; refused for a directory, use --trust there).
     #[arg(long, value_name = "ROBOT_PATH")]
     remote_trust: Vec<String>,
 }
@@ -152,6 +152,13 @@ pub fn run(a: Args) -> Result<()> {
     let expect = RobotExpectation::claw_quadruped();
     match Target::parse(&a.to)? {
         Target::Dir(root) => {
+            // A key the user meant to be checked must not be dropped in silence.
+            anyhow::ensure!(
+                a.remote_trust.is_empty(),
+                "--remote-trust names a key file on a robot (user@host targets); --to {} is a \
+                 directory on this machine: trust keys here with --trust",
+                root.display()
+            );
             let i = install::install(&root, &a.bundle, &trust, &expect)?;
             println!("installed into {i}");
         }

@@ -2,7 +2,7 @@
 //! `clawrl_endpoint::server` for the API). The key comes from `CLAWRL_API_KEY` or a file; without
 //! one only a loopback address is served.
 use std::io::Write as _;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -18,18 +18,29 @@ pub struct Args {
     /// the id is then the run folder's or the file's name). Repeatable.
     #[arg(long = "model", value_name = "[ID=]PATH", required = true)]
     models: Vec<String>,
-    /// Address to listen on (port 0: any free port, printed at start).
-    #[arg(long, default_value = "127.0.0.1:8000")]
-    listen: SocketAddr,
+    /// Address to listen on, HOST:PORT with HOST a name (`localhost`) or an IP (port 0: any
+    /// free port, printed at start).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8000")]
+    listen: String,
     /// A file holding the API key (one trailing newline is dropped). CLAWRL_API_KEY wins.
     #[arg(long, value_name = "FILE")]
     api_key_file: Option<PathBuf>,
-    /// Largest request body in MiB (413 above it).
+    /// Largest request body in MiB (413 above it; 0 is refused).
     #[arg(long, default_value_t = 16)]
     max_body_mib: usize,
     /// Most observation rows in one request (413 above it).
     #[arg(long, default_value_t = 65_536)]
     max_batch: usize,
+}
+
+/// `--listen HOST:PORT` as the address it resolves to (the first, as a client connecting to
+/// the name would try first): `localhost:8000` as well as `127.0.0.1:8000`.
+fn resolve_listen(listen: &str) -> Result<SocketAddr> {
+    listen
+        .to_socket_addrs()
+        .with_context(|| format!("--listen {listen}: expected HOST:PORT (e.g. localhost:8000)"))?
+        .next()
+        .with_context(|| format!("--listen {listen}: the name resolves to no address"))
 }
 
 /// `ID=PATH` or `PATH`, with the id a path's name gives.
@@ -85,6 +96,7 @@ pub fn run(a: Args) -> Result<()> {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
     clawrl_policy::init_candle_threads(1);
+    let listen = resolve_listen(&a.listen)?;
     let api_key = api_key(a.api_key_file.as_deref())?;
     let keyed = api_key.is_some();
     let models = a
@@ -109,7 +121,7 @@ pub fn run(a: Args) -> Result<()> {
         })
         .collect();
     let opts = ServeOptions {
-        listen: a.listen,
+        listen,
         api_key,
         max_body_bytes: a.max_body_mib << 20,
         max_batch: a.max_batch,
