@@ -66,7 +66,8 @@ impl Bundle {
         self.tensors.iter().find(|t| t.name == name)
     }
 
-    /// Refuses a bundle made for another robot model or another MJCF file.
+    /// Refuses a bundle made for another robot model or another MJCF file (`clawrl verify
+    /// --model`). Whether it fits a robot in every other way is [`crate::check_fits`].
     pub fn check_robot(&self, model: &str, mjcf_sha256: &str) -> Result<(), BundleError> {
         let r = &self.manifest.robot;
         let refuse = |detail: String| Err(BundleError::new(&self.path, Check::Robot, detail));
@@ -231,7 +232,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Reads a bundle, running the checks in the order of [`Check`]: read, container, format,
-/// integrity, manifest, signature. The robot check is [`Bundle::check_robot`].
+/// integrity, manifest, signature. The robot check is [`crate::check_fits`].
 pub fn read(path: impl AsRef<Path>, trust: &Trust) -> Result<Bundle, BundleError> {
     let path = path.as_ref();
     let err = |check, detail: String| BundleError::new(path, check, detail);

@@ -16,14 +16,17 @@
 //!     Ed25519 over the 32 digest bytes.
 //!
 //! [`read`] refuses a file with one [`BundleError`] naming the file and the first check that
-//! failed, in this order: read, container, format, integrity, manifest, signature; the robot
-//! check is [`Bundle::check_robot`]. [`write`] checks the manifest first and replaces the target
-//! atomically.
+//! failed, in this order: read, container, format, integrity, manifest, signature. Whether a
+//! valid bundle fits a robot is [`check_fits`] against the robot's [`RobotSpec`] (the robot
+//! side builds it from its runtime config). [`write`] checks the manifest first and replaces
+//! the target atomically.
+mod compat;
 mod container;
 mod error;
 mod manifest;
 mod sign;
 
+pub use compat::{Incompatible, RobotSpec, check_fits};
 pub use container::{
     Bundle, FORMAT, KEY_FORMAT, KEY_MANIFEST, KEY_SHA256, KEY_SIGNATURE, SUPPORTED_FORMATS, Tensor,
     digest, file_sha256, read, write,

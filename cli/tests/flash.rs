@@ -8,6 +8,13 @@ mod common;
 use clawrl_runtime::install;
 use common::{clawrl, fails, ok, tmp};
 
+/// `clawrl flash` checking against the shipped runtime config's robot.
+fn flash() -> std::process::Command {
+    let mut c = clawrl(&["flash", "--robot"]);
+    c.arg(common::repo().join("configs/runtime/robot.toml"));
+    c
+}
+
 #[test]
 fn flash_into_a_directory_installs_switches_and_keeps_the_old_bundle_for_rollback() {
     let dir = tmp("flash-local");
@@ -16,7 +23,7 @@ fn flash_into_a_directory_installs_switches_and_keeps_the_old_bundle_for_rollbac
     let first = bundles::quadruped_bundle(&dir, 1);
     let second = bundles::quadruped_bundle(&dir, 2);
 
-    let (out, _) = ok(clawrl(&["flash"]).arg(&first).arg("--to").arg(&root));
+    let (out, _) = ok(flash().arg(&first).arg("--to").arg(&root));
     assert!(out.contains("installed into slot a"), "{out}");
     assert_eq!(
         std::fs::read(install::current_bundle(&root).unwrap()).unwrap(),
@@ -25,7 +32,7 @@ fn flash_into_a_directory_installs_switches_and_keeps_the_old_bundle_for_rollbac
 
     // `dir:` names the same root; the second bundle goes into the other slot.
     let to = format!("dir:{}", root.display());
-    let (out, _) = ok(clawrl(&["flash"]).arg(&second).args(["--to", &to]));
+    let (out, _) = ok(flash().arg(&second).args(["--to", &to]));
     assert!(
         out.contains("installed into slot b") && out.contains("test-rev-2"),
         "{out}"
@@ -43,7 +50,7 @@ fn flash_into_a_directory_installs_switches_and_keeps_the_old_bundle_for_rollbac
 
     // `dir:` creates a root that does not exist yet.
     let fresh = dir.join("fresh");
-    ok(clawrl(&["flash"])
+    ok(flash()
         .arg(&first)
         .arg("--to")
         .arg(format!("dir:{}", fresh.display())));
@@ -57,7 +64,7 @@ fn flash_refuses_a_bad_bundle_or_target_with_one_clear_line_and_touches_nothing(
     let root = dir.join("robot");
     std::fs::create_dir_all(&root).unwrap();
     let good = bundles::quadruped_bundle(&dir, 1);
-    ok(clawrl(&["flash"]).arg(&good).arg("--to").arg(&root));
+    ok(flash().arg(&good).arg("--to").arg(&root));
     let current = std::fs::read(install::current_bundle(&root).unwrap()).unwrap();
 
     let mut bytes = std::fs::read(bundles::quadruped_bundle(&dir, 2)).unwrap();
@@ -65,7 +72,7 @@ fn flash_refuses_a_bad_bundle_or_target_with_one_clear_line_and_touches_nothing(
     bytes[n - 4] ^= 0x01;
     let corrupt = dir.join("corrupt.clawrl");
     std::fs::write(&corrupt, bytes).unwrap();
-    let err = fails(clawrl(&["flash"]).arg(&corrupt).arg("--to").arg(&root));
+    let err = fails(flash().arg(&corrupt).arg("--to").arg(&root));
     assert!(
         err.contains("corrupt.clawrl") && err.contains("integrity check failed"),
         "{err}"
@@ -74,17 +81,13 @@ fn flash_refuses_a_bad_bundle_or_target_with_one_clear_line_and_touches_nothing(
     let (mut m, t) = bundles::quadruped_parts(3);
     m.network.kind = "transformer".into();
     let odd = bundles::write_bundle(&dir.join("odd.clawrl"), &m, &t, None);
-    let err = fails(clawrl(&["flash"]).arg(&odd).arg("--to").arg(&root));
+    let err = fails(flash().arg(&odd).arg("--to").arg(&root));
     assert!(
         err.contains("odd.clawrl is not for this robot: network.kind"),
         "{err}"
     );
 
-    let err = fails(
-        clawrl(&["flash"])
-            .arg(&good)
-            .args(["--to", "robot-without-user"]),
-    );
+    let err = fails(flash().arg(&good).args(["--to", "robot-without-user"]));
     assert!(
         err.contains("neither an existing directory nor user@host"),
         "{err}"
@@ -128,7 +131,8 @@ fn a_bundle_without_its_signature_is_refused_by_verify_and_flash_when_a_key_is_t
         "{err}"
     );
     let err = fails(
-        clawrl(&["flash", "--trust"])
+        flash()
+            .arg("--trust")
             .arg(&pk)
             .arg(&stripped)
             .arg("--to")

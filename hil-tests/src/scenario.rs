@@ -275,14 +275,12 @@ fn runtime_config(setup: &Setup, port: &Path, command: [f64; 3]) -> Result<Runti
     Ok(RuntimeConfig::load(&setup.runtime_config, &sets)?)
 }
 
-/// Installs `bundle` into the slots and returns the path the runtime will run.
-fn install(root: &Path, bundle: &Path) -> Result<PathBuf> {
-    clawrl_runtime::install::run_install(&clawrl_runtime::install::InstallArgs {
-        bundle: bundle.to_path_buf(),
-        root: root.to_path_buf(),
-        trust: Vec::new(),
-        require_signature: false,
-    })?;
+/// Installs `bundle` into the config's slots, checked against the config's robot as
+/// `clawrl-runtime install` checks it, and returns the path the runtime will run.
+fn install(cfg: &RuntimeConfig, bundle: &Path) -> Result<PathBuf> {
+    let root = &cfg.install.root;
+    let trust = clawrl_bundle::Trust::default();
+    clawrl_runtime::install::install(root, bundle, &trust, &cfg.robot_spec())?;
     Ok(clawrl_runtime::install::current_bundle(root)?)
 }
 
@@ -307,12 +305,9 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
     // Before anything moves: a bundle that is unreadable or for another robot stops here.
     let b = clawrl_bundle::read(&setup.bundle, &clawrl_bundle::Trust::default())
         .with_context(|| format!("bundle {}", setup.bundle.display()))?;
-    clawrl_runtime::install::check_bundle(
-        &b,
-        &clawrl_runtime::install::RobotExpectation::claw_quadruped(),
-    )?;
     let firmware = FirmwareConfig::claw_foot();
     let probe = runtime_config(setup, &setup.dir.join("board.tty"), s.command)?;
+    clawrl_runtime::install::check_bundle(&b, &probe.robot_spec())?;
     let policy_from_s = probe.safety.stand_s + probe.safety.fade_s;
     let shift = |w: &FaultWindow| FaultWindow {
         from_s: w.from_s + policy_from_s,
@@ -344,7 +339,7 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
         }
     };
     let cfg = runtime_config(setup, bridge.port(), s.command)?;
-    let bundle = install(&cfg.install.root, &setup.bundle).context("installing the bundle")?;
+    let bundle = install(&cfg, &setup.bundle).context("installing the bundle")?;
     let opts = RunOptions {
         bundle: bundle.clone(),
         duration: Some(Duration::from_secs_f64(policy_from_s + s.seconds)),
@@ -402,7 +397,7 @@ fn install_during_run(
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    Ok(install(&cfg.install.root, &bad)
+    Ok(install(cfg, &bad)
         .map(|p| p.display().to_string())
         .map_err(|e| format!("{e:#}")))
 }

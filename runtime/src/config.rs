@@ -3,9 +3,11 @@
 //! key (`clawrl-config`).
 use std::path::{Path, PathBuf};
 
+use clawrl_bundle::RobotSpec;
 use clawrl_config::{ConfigError, KeyError, Validate, check_range};
 use clawrl_protocol::table::board::behaviour;
-use clawrl_robot::quadruped::{JOINT_LIMITS, NUM_SERVOS};
+use clawrl_robot::OnboardLayout;
+use clawrl_robot::quadruped::{self, JOINT_LIMITS, NUM_SERVOS};
 use serde::{Deserialize, Serialize};
 
 use crate::controller::SafetyConfig;
@@ -13,11 +15,25 @@ use crate::controller::SafetyConfig;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeConfig {
+    pub robot: RobotSection,
     pub serial: SerialConfig,
     pub control: ControlConfig,
     pub safety: SafetySection,
     pub install: InstallConfig,
     pub telemetry: TelemetryConfig,
+}
+
+/// What this robot is: with `control.rate_hz` and the servo layout of the model, everything a
+/// bundle is checked against ([`RuntimeConfig::robot_spec`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotSection {
+    /// Robot model name; this runtime drives only `claw_quadruped`.
+    pub model: String,
+    /// Lowercase hex SHA-256 of the MJCF file this robot was modelled by.
+    pub mjcf_sha256: String,
+    /// Largest action-map scale a bundle may use (rad per unit of action).
+    pub max_action_scale: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,6 +129,7 @@ impl SafetySection {
 
 impl Validate for RuntimeConfig {
     fn validate(&self) -> Result<(), KeyError> {
+        self.robot.validate()?;
         let (s, c, f) = (&self.serial, &self.control, &self.safety);
         if s.port.is_empty() {
             return Err(KeyError::new("serial.port", "needs a device path"));
@@ -170,7 +187,54 @@ impl Validate for RuntimeConfig {
     }
 }
 
+impl RobotSection {
+    fn validate(&self) -> Result<(), KeyError> {
+        if self.model != quadruped::MODEL_NAME {
+            return Err(KeyError::new(
+                "robot.model",
+                format!(
+                    "{:?}: this runtime drives only {:?}",
+                    self.model,
+                    quadruped::MODEL_NAME
+                ),
+            ));
+        }
+        let h = &self.mjcf_sha256;
+        let hex = h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        // All zeros is what a bundle written without its MJCF file carries: never a robot's.
+        if !hex || h.bytes().all(|b| b == b'0') {
+            return Err(KeyError::new(
+                "robot.mjcf_sha256",
+                format!(
+                    "{h:?} is not the SHA-256 of an MJCF file (64 lowercase hex digits, not all zero)"
+                ),
+            ));
+        }
+        check_range("robot.max_action_scale", self.max_action_scale, 0.01, 10.0)
+    }
+}
+
 impl RuntimeConfig {
+    /// What a bundle must fit to run here ([`clawrl_bundle::check_fits`]): this config's
+    /// model, MJCF hash, control rate and action-scale bound, with the servo names, limits,
+    /// default pose and observation of the model this runtime drives.
+    pub fn robot_spec(&self) -> RobotSpec {
+        RobotSpec {
+            model: self.robot.model.clone(),
+            mjcf_sha256: self.robot.mjcf_sha256.clone(),
+            joint_names: quadruped::servo_names(),
+            joint_limits: JOINT_LIMITS.to_vec(),
+            default_pose: quadruped::DEFAULT_POSE.to_vec(),
+            layout: OnboardLayout::quadruped(),
+            control_rate_hz: self.control.rate_hz,
+            max_action_scale: self.robot.max_action_scale,
+            network_kinds: crate::inference::SUPPORTED_KINDS
+                .iter()
+                .map(|k| k.to_string())
+                .collect(),
+        }
+    }
+
     /// Loads and validates `path`; `overrides` are `KEY=VALUE` in TOML syntax.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
         let mut c: Self = clawrl_config::load(path, overrides)?;

@@ -22,7 +22,7 @@
 //!
 //! Every goal leaves through one place: rate-limited against the last goal sent, then clamped
 //! to the joint limits.
-use clawrl_robot::quadruped::{DEFAULT_POSE, JOINT_LIMITS, NUM_SERVOS, REST_POSE};
+use clawrl_robot::quadruped::{DEFAULT_POSE, NUM_SERVOS, REST_POSE};
 use clawrl_robot::{ActionMap, rotation};
 
 use crate::inference::{InferenceError, Student};
@@ -431,14 +431,11 @@ pub fn tilt(s: &BoardState) -> f64 {
     }
 }
 
-/// The robot's joint limits, or a bundle's stricter ones.
-pub fn robot_limits() -> [[f64; 2]; NUM_SERVOS] {
-    JOINT_LIMITS
-}
-
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
+
+    use clawrl_robot::quadruped::JOINT_LIMITS;
 
     use super::*;
     use crate::synthetic;

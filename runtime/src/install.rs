@@ -31,8 +31,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use clawrl_bundle::{Bundle, BundleError, Trust, hex};
-use clawrl_robot::{ObsSource, OnboardLayout, quadruped};
+use clawrl_bundle::{Bundle, BundleError, Incompatible, RobotSpec, Trust, hex};
 use serde::{Deserialize, Serialize};
 
 /// Where the robot keeps its bundles unless told otherwise.
@@ -55,12 +54,10 @@ pub enum InstallError {
     #[error(transparent)]
     Bundle(#[from] BundleError),
     /// The bundle is valid but made for another robot (or for this one in another way).
-    #[error("bundle {} is not for this robot: {field} {detail}", path.display())]
-    Robot {
-        path: PathBuf,
-        field: String,
-        detail: String,
-    },
+    /// Its reason is in the message, so it is not also the `source()` (which an error chain
+    /// would print again).
+    #[error("bundle {} is not for this robot: {reason}", path.display())]
+    Robot { path: PathBuf, reason: Incompatible },
     /// A file system operation failed. The OS error's text is in the message, so it is not
     /// also the `source()` (which an error chain would print again).
     #[error("{what} {}: {err}", path.display())]
@@ -100,237 +97,13 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> InstallE
 // ---------------------------------------------------------------------------------------------
 // The robot check.
 
-/// What this robot accepts, beyond the robot-independent checks of [`clawrl_bundle::read`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct RobotExpectation {
-    /// Robot model name (`claw_quadruped`).
-    pub model: String,
-    /// Lowercase hex SHA-256 of the MJCF file the robot was modelled by; `None` accepts any.
-    pub mjcf_sha256: Option<String>,
-    /// The control loop's rate (Hz); `None` accepts any.
-    pub control_rate_hz: Option<f64>,
-}
-
-impl RobotExpectation {
-    /// The claw-foot quadruped, any MJCF hash and any control rate.
-    pub fn claw_quadruped() -> Self {
-        Self {
-            model: quadruped::MODEL_NAME.into(),
-            mjcf_sha256: None,
-            control_rate_hz: None,
-        }
-    }
-}
-
-/// Refuses a bundle that is not for this robot: model name, MJCF hash (when expected),
-/// observation source and layout, action names, action map (joint limits inside the robot's,
-/// the robot's default pose), control rate (when expected), network kind and normaliser size.
-/// The error names the bundle file and the first field that differs.
-pub fn check_bundle(bundle: &Bundle, expect: &RobotExpectation) -> Result<(), InstallError> {
-    let m = &bundle.manifest;
-    let refuse = |field: String, detail: String| {
-        Err(InstallError::Robot {
-            path: bundle.path.clone(),
-            field,
-            detail,
-        })
-    };
-    if m.robot.model != expect.model {
-        return refuse(
-            "robot.model".into(),
-            format!("is {:?}, this robot is {:?}", m.robot.model, expect.model),
-        );
-    }
-    if let Some(h) = &expect.mjcf_sha256
-        && !m.robot.mjcf_sha256.eq_ignore_ascii_case(h)
-    {
-        return refuse(
-            "robot.mjcf_sha256".into(),
-            format!("is {}, this robot's MJCF is {h}", m.robot.mjcf_sha256),
-        );
-    }
-    if expect.model != quadruped::MODEL_NAME {
-        return refuse(
-            "robot.model".into(),
-            format!(
-                "is {:?}, but this runtime drives only {:?}",
-                expect.model,
-                quadruped::MODEL_NAME
-            ),
-        );
-    }
-
-    let obs = &m.observation;
-    if obs.source != ObsSource::Onboard {
-        return refuse(
-            "observation.source".into(),
-            format!(
-                "is {:?}, the robot computer can only build onboard observations",
-                obs.source
-            ),
-        );
-    }
-    if let Some((field, detail)) = layout_difference(&obs.layout, &OnboardLayout::quadruped()) {
-        return refuse(field, detail);
-    }
-
-    let servos = quadruped::servo_names();
-    let names = &m.action.names;
-    if names.len() != servos.len() {
-        return refuse(
-            "action.names".into(),
-            format!(
-                "has {} entries, this robot has {} servos",
-                names.len(),
-                servos.len()
-            ),
-        );
-    }
-    if let Some(i) = (0..servos.len()).find(|&i| names[i] != servos[i]) {
-        return refuse(
-            format!("action.names[{i}]"),
-            format!(
-                "is {:?}, this robot's servo {i} is {:?}",
-                names[i], servos[i]
-            ),
-        );
-    }
-    let Some(map) = &m.action.map else {
-        return refuse(
-            "action.map".into(),
-            "is missing; the robot needs it to turn actions into servo targets".into(),
-        );
-    };
-    if map.joint_names != servos {
-        return refuse(
-            "action.map.joint_names".into(),
-            format!(
-                "{:?} differ from this robot's servos {servos:?}",
-                map.joint_names
-            ),
-        );
-    }
-    if map.joint_limits.len() != servos.len() || map.default_pose.len() != servos.len() {
-        return refuse(
-            "action.map".into(),
-            format!(
-                "has {} joint limits and {} default pose entries for {} servos",
-                map.joint_limits.len(),
-                map.default_pose.len(),
-                servos.len()
-            ),
-        );
-    }
-    for (i, ([lo, hi], [rlo, rhi])) in map
-        .joint_limits
-        .iter()
-        .zip(quadruped::JOINT_LIMITS)
-        .enumerate()
-    {
-        if !(rlo <= *lo && *hi <= rhi && lo <= hi) {
-            return refuse(
-                format!("action.map.joint_limits[{i}] ({})", servos[i]),
-                format!("is [{lo}, {hi}], outside this robot's limits [{rlo}, {rhi}]"),
-            );
-        }
-    }
-    if let Some(i) = (0..servos.len()).find(|&i| map.default_pose[i] != quadruped::DEFAULT_POSE[i])
-    {
-        return refuse(
-            format!("action.map.default_pose[{i}] ({})", servos[i]),
-            format!(
-                "is {}, this robot's default pose is {}",
-                map.default_pose[i],
-                quadruped::DEFAULT_POSE[i]
-            ),
-        );
-    }
-
-    if let Some(hz) = expect.control_rate_hz
-        && (m.control_rate_hz - hz).abs() > 1e-9 * hz.abs().max(1.0)
-    {
-        return refuse(
-            "control_rate_hz".into(),
-            format!("is {}, this robot runs at {hz} Hz", m.control_rate_hz),
-        );
-    }
-    if !NETWORK_KINDS.contains(&m.network.kind.as_str()) {
-        return refuse(
-            "network.kind".into(),
-            format!(
-                "is {:?}, this runtime runs {}",
-                m.network.kind,
-                NETWORK_KINDS.join(", ")
-            ),
-        );
-    }
-    let dim = obs.stacked_dim();
-    for (field, len) in [
-        ("observation.normalizer.mean", obs.normalizer.mean.len()),
-        ("observation.normalizer.var", obs.normalizer.var.len()),
-    ] {
-        if len != dim {
-            return refuse(
-                field.into(),
-                format!(
-                    "has {len} entries, the stacked observation has {dim} ({} per frame x {} frames)",
-                    obs.layout.dim(),
-                    obs.history + 1
-                ),
-            );
-        }
-    }
-    Ok(())
-}
-
-/// The first field in which a bundle's layout differs from the robot's, as (field, detail).
-fn layout_difference(got: &OnboardLayout, want: &OnboardLayout) -> Option<(String, String)> {
-    let f = |s: &str| format!("observation.layout.{s}");
-    if got.robot != want.robot {
-        return Some((
-            f("robot"),
-            format!("is {:?}, this robot is {:?}", got.robot, want.robot),
-        ));
-    }
-    if got.entries.len() != want.entries.len() {
-        return Some((
-            f("entries"),
-            format!(
-                "has {} entries, this robot's observation has {}",
-                got.entries.len(),
-                want.entries.len()
-            ),
-        ));
-    }
-    if let Some(i) = (0..got.entries.len()).find(|&i| got.entries[i] != want.entries[i]) {
-        let (g, w) = (&got.entries[i], &want.entries[i]);
-        return Some((
-            f(&format!("entries[{i}]")),
-            format!(
-                "is {:?} in {:?}, this robot's is {:?} in {:?}",
-                g.name, g.unit, w.name, w.unit
-            ),
-        ));
-    }
-    if got.joint_offset != want.joint_offset {
-        return Some((
-            f("joint_offset"),
-            format!(
-                "is {:?}, this robot's default pose is {:?}",
-                got.joint_offset, want.joint_offset
-            ),
-        ));
-    }
-    if got.accelerometer_scale != want.accelerometer_scale {
-        return Some((
-            f("accelerometer_scale"),
-            format!(
-                "is {}, this robot's is {}",
-                got.accelerometer_scale, want.accelerometer_scale
-            ),
-        ));
-    }
-    None
+/// Refuses a bundle that does not fit `robot` ([`clawrl_bundle::check_fits`], the check
+/// `clawrl verify --robot` runs on the desktop); the error names the bundle file.
+pub fn check_bundle(bundle: &Bundle, robot: &RobotSpec) -> Result<(), InstallError> {
+    clawrl_bundle::check_fits(&bundle.manifest, robot).map_err(|reason| InstallError::Robot {
+        path: bundle.path.clone(),
+        reason,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -760,7 +533,7 @@ fn now_unix_s() -> u64 {
 // ---------------------------------------------------------------------------------------------
 // Install, rollback, status.
 
-/// Installs `bundle_path` under `root`: verifies it with `trust`, checks it against `expect`,
+/// Installs `bundle_path` under `root`: verifies it with `trust`, checks it against `robot`,
 /// copies it into the slot `current` does not point at, reads the copy back, then switches
 /// `current` to it and `previous` to the old slot. See the module documentation for the
 /// layout and the crash-safety argument.
@@ -768,13 +541,13 @@ pub fn install(
     root: &Path,
     bundle_path: &Path,
     trust: &Trust,
-    expect: &RobotExpectation,
+    robot: &RobotSpec,
 ) -> Result<Installed, InstallError> {
     let abort_at = abort_step()?;
 
     at(Step::Verify, abort_at);
     let bundle = clawrl_bundle::read(bundle_path, trust)?;
-    check_bundle(&bundle, expect)?;
+    check_bundle(&bundle, robot)?;
     // The bytes that were verified travel from memory (a source inside the slot about to be
     // cleared survives), and the copy is read back against the verified digest.
     let bytes = fs::read(bundle_path).map_err(io_err("read", bundle_path))?;
@@ -824,7 +597,7 @@ pub fn install(
             ),
         });
     }
-    check_bundle(&copy, expect)?;
+    check_bundle(&copy, robot)?;
 
     at(Step::WriteRecord, abort_at);
     let record = Record {
@@ -1010,6 +783,10 @@ impl fmt::Display for Status {
 pub struct InstallArgs {
     /// The policy bundle (`clawrl export`).
     pub bundle: PathBuf,
+    /// Runtime configuration (TOML): its `[robot]` section and control rate are what the
+    /// bundle must fit, as `clawrl-runtime run` will check it.
+    #[arg(long, default_value = "configs/runtime/robot.toml")]
+    pub config: PathBuf,
     /// Where the slots live.
     #[arg(long, default_value = DEFAULT_ROOT)]
     pub root: PathBuf,
@@ -1033,12 +810,8 @@ pub struct RootArgs {
 /// Runs `clawrl-runtime install`; returns what to print.
 pub fn run_install(a: &InstallArgs) -> anyhow::Result<String> {
     let trust = Trust::from_key_files(&a.trust, a.require_signature)?;
-    let i = install(
-        &a.root,
-        &a.bundle,
-        &trust,
-        &RobotExpectation::claw_quadruped(),
-    )?;
+    let robot = crate::config::RuntimeConfig::load(&a.config, &[])?.robot_spec();
+    let i = install(&a.root, &a.bundle, &trust, &robot)?;
     Ok(format!("installed into {i}"))
 }
 

@@ -7,14 +7,12 @@
 //! [`telemetry`] logs every cycle and [`replay`] checks a log bit for bit.
 //!
 //! The pieces underneath: [`rate::FixedRate`], a loop timer that wakes at absolute deadlines
-//! on a [`clock::Clock`] (the OS's monotonic clock, or a fake one in tests), and
-//! [`guard::JointGuard`].
+//! on a [`clock::Clock`] (the OS's monotonic clock, or a fake one in tests).
 pub mod bench;
 pub mod clock;
 pub mod cmd;
 pub mod config;
 pub mod controller;
-pub mod guard;
 pub mod inference;
 pub mod install;
 pub mod link;

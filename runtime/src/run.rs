@@ -273,9 +273,7 @@ pub fn load_bundle(cfg: &RuntimeConfig, path: &Path) -> Result<Bundle> {
     let trust = Trust::from_key_files(&cfg.install.trusted_keys, cfg.install.require_signature)
         .context("install.trusted_keys")?;
     let bundle = clawrl_bundle::read(path, &trust)?;
-    let mut expect = crate::install::RobotExpectation::claw_quadruped();
-    expect.control_rate_hz = Some(cfg.control.rate_hz);
-    crate::install::check_bundle(&bundle, &expect)?;
+    crate::install::check_bundle(&bundle, &cfg.robot_spec())?;
     Ok(bundle)
 }
 

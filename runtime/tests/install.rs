@@ -10,11 +10,10 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use clawrl_bundle::{Trust, generate_keypair, save_public_key};
+use clawrl_bundle::{RobotSpec, Trust, generate_keypair, save_public_key};
 use clawrl_robot::{ObsSource, OnboardLayout};
-use clawrl_runtime::install::{
-    self, ABORT_ENV, InstallError, RobotExpectation, SlotState, Step, check_bundle,
-};
+use clawrl_runtime::config::RuntimeConfig;
+use clawrl_runtime::install::{self, ABORT_ENV, InstallError, SlotState, Step, check_bundle};
 use common::{quadruped_bundle, quadruped_parts, signed_quadruped_bundle, write_bundle};
 
 fn runtime(args: &[&str]) -> Command {
@@ -30,9 +29,22 @@ fn out(o: &Output) -> (String, String) {
     )
 }
 
+/// The shipped runtime config, which says what the robot is.
+fn robot_toml() -> PathBuf {
+    common::repo().join("configs/runtime/robot.toml")
+}
+
+/// What the shipped config's robot accepts.
+fn robot() -> RobotSpec {
+    RuntimeConfig::load(&robot_toml(), &[])
+        .unwrap()
+        .robot_spec()
+}
+
 fn install_cmd(root: &Path, bundle: &Path) -> Command {
     let mut c = runtime(&["install"]);
     c.arg(bundle).arg("--root").arg(root);
+    c.arg("--config").arg(robot_toml());
     c
 }
 
@@ -202,7 +214,7 @@ fn rollback_refuses_without_a_previous_bundle_or_when_it_no_longer_verifies() {
     let e = install::rollback(&root).unwrap_err().to_string();
     assert!(e.contains("no bundle is installed"), "{e}");
     let t = Trust::default();
-    let q = RobotExpectation::claw_quadruped();
+    let q = robot();
     install::install(&root, &quadruped_bundle(dir.path(), 1), &t, &q).unwrap();
     let e = install::rollback(&root).unwrap_err().to_string();
     assert!(
@@ -333,8 +345,8 @@ type Edit = dyn Fn(&mut clawrl_bundle::Manifest);
 #[test]
 fn check_bundle_names_the_field_that_differs() {
     let dir = tempfile::tempdir().unwrap();
-    let q = RobotExpectation::claw_quadruped();
-    let check = |edit: &dyn Fn(&mut clawrl_bundle::Manifest), expect: &RobotExpectation| {
+    let q = robot();
+    let check = |edit: &dyn Fn(&mut clawrl_bundle::Manifest), expect: &RobotSpec| {
         let (mut m, t) = quadruped_parts(7);
         edit(&mut m);
         let p = write_bundle(&dir.path().join("b.clawrl"), &m, &t, None);
@@ -342,20 +354,20 @@ fn check_bundle_names_the_field_that_differs() {
         check_bundle(&b, expect).map_err(|e| e.to_string())
     };
     check(&|_| {}, &q).unwrap();
-    let cases: Vec<(&str, Box<Edit>, RobotExpectation)> = vec![
+    let cases: Vec<(&str, Box<Edit>, RobotSpec)> = vec![
         (
             "robot.mjcf_sha256",
             Box::new(|_| {}),
-            RobotExpectation {
-                mjcf_sha256: Some("ab".repeat(32)),
+            RobotSpec {
+                mjcf_sha256: "ab".repeat(32),
                 ..q.clone()
             },
         ),
         (
             "control_rate_hz is 50, this robot runs at 100 Hz",
             Box::new(|_| {}),
-            RobotExpectation {
-                control_rate_hz: Some(100.0),
+            RobotSpec {
+                control_rate_hz: 100.0,
                 ..q.clone()
             },
         ),
@@ -397,7 +409,7 @@ fn check_bundle_names_the_field_that_differs() {
         (
             "robot.model is \"claw_quadruped\", this robot is \"biped\"",
             Box::new(|_| {}),
-            RobotExpectation {
+            RobotSpec {
                 model: "biped".into(),
                 ..q.clone()
             },
@@ -448,7 +460,7 @@ fn a_slot_link_that_was_not_written_by_install_is_refused_by_name() {
 fn a_root_held_by_another_install_is_refused_as_busy_and_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
-    let (t, q) = (Trust::default(), RobotExpectation::claw_quadruped());
+    let (t, q) = (Trust::default(), robot());
     install::install(&root, &quadruped_bundle(dir.path(), 1), &t, &q).unwrap();
     let before = current_bytes(&root);
     // Another install holds the lock for longer than the wait.
@@ -511,11 +523,7 @@ fn a_stripped_signature_is_refused_when_a_trusted_key_is_named() {
     );
     assert!(install::current_bundle(&root).is_err());
     // The runtime config's `install.trusted_keys` reads the same way when `run` loads it.
-    let mut cfg = clawrl_runtime::config::RuntimeConfig::load(
-        &common::repo().join("configs/runtime/robot.toml"),
-        &[],
-    )
-    .unwrap();
+    let mut cfg = RuntimeConfig::load(&robot_toml(), &[]).unwrap();
     cfg.install.trusted_keys = vec![me_pub.clone()];
     cfg.install.require_signature = false;
     let e = format!(
@@ -526,4 +534,29 @@ fn a_stripped_signature_is_refused_when_a_trusted_key_is_named() {
     // Signed by the trusted key, it installs.
     let mine = signed_quadruped_bundle(d, "mine.clawrl", 4, &me);
     ok(install_cmd(&root, &mine).arg("--trust").arg(&me_pub));
+}
+
+/// The shipped config declares the MJCF this repository models the robot by, so a bundle
+/// trained here fits it; a config with no real hash or another model is refused on load.
+#[test]
+fn the_robot_section_names_the_real_mjcf_and_refuses_a_zero_hash_or_another_model() {
+    let mjcf = clawrl_bundle::file_sha256(common::repo().join("sim/models/quadruped.xml")).unwrap();
+    assert_eq!(robot().mjcf_sha256, mjcf);
+    for (set, key) in [
+        (
+            format!("robot.mjcf_sha256={:?}", "0".repeat(64)),
+            "robot.mjcf_sha256",
+        ),
+        ("robot.mjcf_sha256=\"abc\"".to_string(), "robot.mjcf_sha256"),
+        ("robot.model=\"biped\"".to_string(), "robot.model"),
+        (
+            "robot.max_action_scale=100.0".to_string(),
+            "robot.max_action_scale",
+        ),
+    ] {
+        let e = RuntimeConfig::load(&robot_toml(), &[set.clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("robot.toml") && e.contains(key), "{set}: {e}");
+    }
 }

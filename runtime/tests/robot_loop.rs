@@ -19,7 +19,7 @@ use clawrl_protocol::units;
 use clawrl_robot::quadruped::{JOINT_LIMITS, NUM_SERVOS};
 use clawrl_runtime::config::RuntimeConfig;
 use clawrl_runtime::controller::{Fault, Phase};
-use clawrl_runtime::install::{self, RobotExpectation};
+use clawrl_runtime::install;
 use clawrl_runtime::run::{RunOptions, Summary, run};
 use clawrl_runtime::synthetic;
 use wire_tap::{Sent, Tap};
@@ -88,18 +88,27 @@ fn config(rig: &Rig) -> RuntimeConfig {
     RuntimeConfig::load(&repo().join("configs/runtime/robot.toml"), &overrides(rig)).unwrap()
 }
 
+/// Writes a synthetic student marked as trained on the MJCF `cfg`'s robot declares (a
+/// synthetic one carries the all-zero hash, which the robot check refuses).
+fn write_for_robot(
+    cfg: &RuntimeConfig,
+    path: &Path,
+    mut m: clawrl_bundle::Manifest,
+    t: &[clawrl_bundle::Tensor],
+) {
+    m.robot.mjcf_sha256 = cfg.robot.mjcf_sha256.clone();
+    clawrl_bundle::write(path, &m, t, None).unwrap();
+}
+
 /// A synthetic student of the shipped shape, installed into the rig's A/B root.
 fn installed_bundle(rig: &Rig) -> PathBuf {
+    let cfg = config(rig);
     let b = rig.dir.path().join("student.clawrl");
-    synthetic::write_shipped_shape(&b, 7).unwrap();
+    let (m, t) =
+        synthetic::quadruped_parts(&synthetic::SHIPPED_HIDDEN, synthetic::SHIPPED_HISTORY, 7);
+    write_for_robot(&cfg, &b, m, &t);
     let root = rig.dir.path().join("root");
-    install::install(
-        &root,
-        &b,
-        &Trust::default(),
-        &RobotExpectation::claw_quadruped(),
-    )
-    .unwrap();
+    install::install(&root, &b, &Trust::default(), &cfg.robot_spec()).unwrap();
     install::current_bundle(&root).unwrap()
 }
 
@@ -265,7 +274,7 @@ fn nan_from_the_policy_holds_the_last_goal_then_lowers_on_stop() {
             .enumerate()
             .for_each(|(i, v)| *v = if i % 2 == 0 { 3e38 } else { -3e38 });
         let b = rig.dir.path().join("nan.clawrl");
-        clawrl_bundle::write(&b, &m, &t, None).unwrap();
+        write_for_robot(&cfg, &b, m, &t);
         let s = run_for(&cfg, &b, 2.0).unwrap();
         // The first policy cycle (FadeIn's first) already faults: a summary lists the phase each
         // cycle ended in.

@@ -7,7 +7,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use clawrl_bundle::Trust;
-use clawrl_runtime::install::{self, DEFAULT_ROOT, RobotExpectation};
+use clawrl_runtime::config::RuntimeConfig;
+use clawrl_runtime::install::{self, DEFAULT_ROOT};
 
 /// Install a policy bundle on the robot (or into a local slot directory), keeping the old one
 /// for `clawrl-runtime rollback`.
@@ -31,6 +32,14 @@ pub struct Args {
     /// repeatable (remote targets only; refused for a directory, use --trust there).
     #[arg(long, value_name = "ROBOT_PATH")]
     remote_trust: Vec<String>,
+    /// The robot's runtime config (TOML): the bundle must fit its `[robot]` section and control
+    /// rate, checked here before anything is sent (the robot checks it again with its own).
+    #[arg(
+        long,
+        value_name = "RUNTIME_CONFIG",
+        default_value = "configs/runtime/robot.toml"
+    )]
+    robot: PathBuf,
 }
 
 /// Where `--to` points.
@@ -149,7 +158,7 @@ fn run_argv(argv: &[OsString]) -> Result<()> {
 
 pub fn run(a: Args) -> Result<()> {
     let trust = Trust::from_key_files(&a.trust, a.require_signature)?;
-    let expect = RobotExpectation::claw_quadruped();
+    let robot = RuntimeConfig::load(&a.robot, &[])?.robot_spec();
     match Target::parse(&a.to)? {
         Target::Dir(root) => {
             // A key the user meant to be checked must not be dropped in silence.
@@ -159,7 +168,7 @@ pub fn run(a: Args) -> Result<()> {
                  directory on this machine: trust keys here with --trust",
                 root.display()
             );
-            let i = install::install(&root, &a.bundle, &trust, &expect)?;
+            let i = install::install(&root, &a.bundle, &trust, &robot)?;
             println!("installed into {i}");
         }
         Target::Remote { host, root } => {
@@ -169,7 +178,7 @@ pub fn run(a: Args) -> Result<()> {
                 ..trust
             };
             let b = clawrl_bundle::read(&a.bundle, &local_trust)?;
-            install::check_bundle(&b, &expect)?;
+            install::check_bundle(&b, &robot)?;
             let file = remote_file(&b.sha256_hex());
             for argv in remote_commands(
                 &a.bundle,

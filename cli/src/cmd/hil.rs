@@ -62,10 +62,8 @@ pub fn run(a: Args) -> Result<()> {
     // Before anything moves: the bundle must be readable and made for this robot.
     let bundle = clawrl_bundle::read(&a.bundle, &clawrl_bundle::Trust::default())
         .with_context(|| format!("--bundle {}", a.bundle.display()))?;
-    clawrl_runtime::install::check_bundle(
-        &bundle,
-        &clawrl_runtime::install::RobotExpectation::claw_quadruped(),
-    )?;
+    let robot = clawrl_runtime::config::RuntimeConfig::load(&a.runtime_config, &[])?;
+    clawrl_runtime::install::check_bundle(&bundle, &robot.robot_spec())?;
     let task = TaskConfig::load(&a.task_config, &[])?;
     std::fs::create_dir_all(&a.out)?;
     let mut text = String::new();

@@ -1,5 +1,6 @@
 //! `clawrl verify`: check a policy bundle (integrity, format, manifest, signature, robot) and
-//! print what it holds.
+//! print what it holds. With `--robot` the robot check is the one the robot runs at install
+//! and at start-up ([`clawrl_bundle::check_fits`] against the runtime config's robot).
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -19,6 +20,10 @@ pub struct Args {
     /// Also check that the bundle was trained on this MJCF file.
     #[arg(long, value_name = "MJCF")]
     model: Option<PathBuf>,
+    /// Check that the bundle fits the robot this runtime config describes (its `[robot]`
+    /// section and control rate), exactly as `clawrl-runtime install` and `run` will.
+    #[arg(long, value_name = "RUNTIME_CONFIG")]
+    robot: Option<PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -28,6 +33,10 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(model) = &a.model {
         let hash = clawrl_bundle::file_sha256(model)?;
         b.check_robot(&m.robot.model, &hash)?;
+    }
+    if let Some(config) = &a.robot {
+        let robot = clawrl_runtime::config::RuntimeConfig::load(config, &[])?.robot_spec();
+        clawrl_runtime::install::check_bundle(&b, &robot)?;
     }
     // The policy rebuilds from the manifest alone.
     clawrl_policy::bundle::from_bundle(&clawrl_policy::Registry::default(), &b)?;

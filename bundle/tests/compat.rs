@@ -1,0 +1,175 @@
+//! `check_fits`: every way a valid quadruped manifest can fail to fit the quadruped, each named
+//! by its own error, and the ways it may differ and still fit (narrower limits, an uppercase
+//! hash, a smaller action scale).
+mod common;
+
+use clawrl_bundle::*;
+use clawrl_robot::{OnboardLayout, quadruped};
+use common::*;
+
+/// The quadruped as a robot declares it (the runtime builds this from its config).
+fn robot() -> RobotSpec {
+    RobotSpec {
+        model: quadruped::MODEL_NAME.into(),
+        mjcf_sha256: QUADRUPED_MJCF.into(),
+        joint_names: quadruped::servo_names(),
+        joint_limits: quadruped::JOINT_LIMITS.to_vec(),
+        default_pose: quadruped::DEFAULT_POSE.to_vec(),
+        layout: OnboardLayout::quadruped(),
+        control_rate_hz: 50.0,
+        max_action_scale: 1.0,
+        network_kinds: vec!["mlp".into(), "gaussian_mlp".into()],
+    }
+}
+
+fn fits(edit: impl FnOnce(&mut Manifest)) -> Result<(), Incompatible> {
+    let (mut m, _) = quadruped();
+    edit(&mut m);
+    check_fits(&m, &robot())
+}
+
+fn map(m: &mut Manifest) -> &mut clawrl_robot::ActionMap {
+    m.action.map.as_mut().unwrap()
+}
+
+#[test]
+fn a_bundle_made_for_the_robot_fits_and_may_be_stricter() {
+    fits(|_| {}).unwrap();
+    fits(|m| m.robot.mjcf_sha256 = QUADRUPED_MJCF.to_uppercase()).unwrap();
+    fits(|m| map(m).joint_limits[2] = [-2.0, -1.0]).unwrap();
+    fits(|m| map(m).scale[0] = -1.0).unwrap();
+}
+
+#[test]
+fn each_difference_is_refused_with_its_own_error_naming_both_sides() {
+    let zeros = "0".repeat(64);
+    let cases: Vec<(Box<dyn Fn(&mut Manifest)>, Incompatible)> = vec![
+        (
+            Box::new(|m| m.robot.model = "biped".into()),
+            Incompatible::Model {
+                bundle: "biped".into(),
+                robot: "claw_quadruped".into(),
+            },
+        ),
+        (
+            Box::new(move |m| m.robot.mjcf_sha256 = "0".repeat(64)),
+            Incompatible::MjcfHash {
+                bundle: zeros,
+                robot: QUADRUPED_MJCF.into(),
+            },
+        ),
+        (
+            Box::new(|m| {
+                m.action.names.swap(0, 1);
+                map(m).joint_names.swap(0, 1);
+            }),
+            Incompatible::JointName {
+                index: 0,
+                bundle: "FL_hip_pitch".into(),
+                robot: "FL_hip_abd".into(),
+            },
+        ),
+        (
+            // The map's names alone out of order (a bundle `read` refuses, checked anyway).
+            Box::new(|m| map(m).joint_names.swap(3, 4)),
+            Incompatible::JointName {
+                index: 3,
+                bundle: "FR_hip_pitch".into(),
+                robot: "FR_hip_abd".into(),
+            },
+        ),
+        (
+            Box::new(|m| m.action.names.pop().map(drop).unwrap()),
+            Incompatible::JointCount {
+                bundle: 15,
+                robot: 16,
+            },
+        ),
+        (
+            Box::new(|m| map(m).joint_limits[2] = [-3.0, -0.6]),
+            Incompatible::JointLimits {
+                index: 2,
+                joint: "FL_knee".into(),
+                bundle: [-3.0, -0.6],
+                robot: quadruped::JOINT_LIMITS[2],
+            },
+        ),
+        (
+            Box::new(|m| map(m).joint_limits[12] = [0.0, 1.3]),
+            Incompatible::JointLimits {
+                index: 12,
+                joint: "FL_claw".into(),
+                bundle: [0.0, 1.3],
+                robot: quadruped::JOINT_LIMITS[12],
+            },
+        ),
+        (
+            Box::new(|m| map(m).default_pose[1] = 0.9),
+            Incompatible::DefaultPose {
+                index: 1,
+                joint: "FL_hip_pitch".into(),
+                bundle: 0.9,
+                robot: quadruped::DEFAULT_POSE[1],
+            },
+        ),
+        (
+            Box::new(|m| map(m).scale[5] = 100.0),
+            Incompatible::ActionScale {
+                index: 5,
+                joint: "FR_knee".into(),
+                scale: 100.0,
+                max: 1.0,
+            },
+        ),
+        (
+            Box::new(|m| map(m).scale[0] = -1.5),
+            Incompatible::ActionScale {
+                index: 0,
+                joint: "FL_hip_abd".into(),
+                scale: -1.5,
+                max: 1.0,
+            },
+        ),
+        (
+            Box::new(|m| m.control_rate_hz = 100.0),
+            Incompatible::ControlRate {
+                bundle: 100.0,
+                robot: 50.0,
+            },
+        ),
+        (
+            Box::new(|m| m.network.kind = "transformer".into()),
+            Incompatible::NetworkKind {
+                kind: "transformer".into(),
+                supported: vec!["mlp".into(), "gaussian_mlp".into()],
+            },
+        ),
+        (Box::new(|m| m.action.map = None), Incompatible::NoActionMap),
+    ];
+    for (edit, want) in cases {
+        assert_eq!(fits(|m| edit(m)), Err(want));
+    }
+}
+
+#[test]
+fn messages_say_what_differs_in_words() {
+    let e = fits(|m| {
+        m.action.names.swap(0, 1);
+        map(m).joint_names.swap(0, 1);
+    })
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "action.names[0] is \"FL_hip_pitch\", this robot's servo 0 is \"FL_hip_abd\""
+    );
+    let e = fits(|m| map(m).scale[5] = 100.0).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "action.map.scale[5] (FR_knee) is 100 rad per unit, this robot allows at most 1"
+    );
+    let e = fits(|m| map(m).joint_limits[2] = [-3.0, -0.6]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "action.map.joint_limits[2] (FL_knee) is [-3, -0.6], outside this robot's limits [-2.6, -0.6]"
+    );
+}
