@@ -216,8 +216,9 @@ fn check_action_map(map: &ActionMap, robot: &RobotSpec) -> Result<(), Incompatib
         }
     }
     let max = robot.max_action_scale;
-    // `!(a <= b)` so a NaN scale is refused too.
-    if let Some(index) = map.scale.iter().position(|s| !(s.abs() <= max)) {
+    // A NaN scale compares as nothing, so it is refused too.
+    let within = |s: &f64| s.abs().partial_cmp(&max).is_some_and(|o| o.is_le());
+    if let Some(index) = map.scale.iter().position(|s| !within(s)) {
         let (joint, scale) = (joint(index), map.scale[index]);
         return Err(Incompatible::ActionScale {
             index,
@@ -238,7 +239,7 @@ fn check_rate_and_network(m: &Manifest, robot: &RobotSpec) -> Result<(), Incompa
             robot: hz,
         });
     }
-    if !robot.network_kinds.iter().any(|k| *k == m.network.kind) {
+    if !robot.network_kinds.contains(&m.network.kind) {
         return Err(Incompatible::NetworkKind {
             kind: m.network.kind.clone(),
             supported: robot.network_kinds.clone(),

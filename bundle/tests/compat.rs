@@ -28,6 +28,9 @@ fn fits(edit: impl FnOnce(&mut Manifest)) -> Result<(), Incompatible> {
     check_fits(&m, &robot())
 }
 
+/// A change to a manifest.
+type Edit = Box<dyn Fn(&mut Manifest)>;
+
 fn map(m: &mut Manifest) -> &mut clawrl_robot::ActionMap {
     m.action.map.as_mut().unwrap()
 }
@@ -43,7 +46,7 @@ fn a_bundle_made_for_the_robot_fits_and_may_be_stricter() {
 #[test]
 fn each_difference_is_refused_with_its_own_error_naming_both_sides() {
     let zeros = "0".repeat(64);
-    let cases: Vec<(Box<dyn Fn(&mut Manifest)>, Incompatible)> = vec![
+    let cases: Vec<(Edit, Incompatible)> = vec![
         (
             Box::new(|m| m.robot.model = "biped".into()),
             Incompatible::Model {
@@ -171,5 +174,14 @@ fn messages_say_what_differs_in_words() {
     assert_eq!(
         e.to_string(),
         "action.map.joint_limits[2] (FL_knee) is [-3, -0.6], outside this robot's limits [-2.6, -0.6]"
+    );
+}
+
+#[test]
+fn a_nan_scale_is_refused() {
+    let e = fits(|m| map(m).scale[0] = f64::NAN).unwrap_err();
+    assert!(
+        matches!(e, Incompatible::ActionScale { index: 0, .. }),
+        "{e}"
     );
 }

@@ -554,7 +554,7 @@ fn the_robot_section_names_the_real_mjcf_and_refuses_a_zero_hash_or_another_mode
             "robot.max_action_scale",
         ),
     ] {
-        let e = RuntimeConfig::load(&robot_toml(), &[set.clone()])
+        let e = RuntimeConfig::load(&robot_toml(), std::slice::from_ref(&set))
             .unwrap_err()
             .to_string();
         assert!(e.contains("robot.toml") && e.contains(key), "{set}: {e}");
