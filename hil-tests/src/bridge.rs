@@ -11,146 +11,21 @@
 //!   `free_run` of wall time, so the board's watchdog still sees the silence.
 //! - **real time**: the body's time follows the wall clock, what a robot sees.
 use std::collections::VecDeque;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use clawrl_firmware::FirmwareConfig;
 use clawrl_firmware::virtual_board::SteppedBoard;
-use clawrl_firmware::{FirmwareConfig, SafetyState};
 use clawrl_protocol::table::board;
-use serialport::{SerialPort, TTYPort};
 
 use crate::body::MujocoBody;
-use crate::faults::{Direction, FaultCounts, FaultWindow, Faults};
+use crate::faults::{Direction, Faults};
 use crate::framer::{Framer, Unit};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Clocking {
-    Lockstep,
-    RealTime,
-}
-
-/// Something that happens to the robot at a simulated time.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    /// A shove: this velocity (m/s, world x and y) added to the torso.
-    Push([f64; 2]),
-    /// The e-stop button wired to the board.
-    EStop,
-}
-
-#[derive(Debug, Clone)]
-pub struct BridgeConfig {
-    pub clocking: Clocking,
-    /// The runtime's control period (µs).
-    pub period_us: u64,
-    pub faults: Vec<FaultWindow>,
-    pub fault_seed: u64,
-    pub events: Vec<(f64, Event)>,
-    /// Lockstep: advance anyway after this long without a cycle from the runtime.
-    pub free_run: Duration,
-}
-
-/// The robot once per control period.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sample {
-    /// Simulated time, s.
-    pub t: f64,
-    pub base_pos: [f64; 3],
-    /// Torso velocity in its own frame, m/s.
-    pub base_lin_vel: [f64; 3],
-    pub yaw_rate: f64,
-    pub state: SafetyState,
-    pub faults: u16,
-    /// Outputs putting out pulses.
-    pub driven: usize,
-    pub fallen: bool,
-}
-
-/// Everything a run recorded.
-#[derive(Debug, Clone, Default)]
-pub struct Trace {
-    pub samples: Vec<Sample>,
-    /// Servo outputs (per tick and servo) that commanded an angle outside the joint's limits.
-    pub out_of_limit: u64,
-    /// Servo outputs checked.
-    pub outputs_checked: u64,
-    pub faults: FaultCounts,
-    /// Control periods the body advanced, and those it advanced without the runtime.
-    pub periods: u64,
-    pub free_run_periods: u64,
-    /// Simulated time the board's watchdog fault first latched, s.
-    pub watchdog_at: Option<f64>,
-    pub wall: Duration,
-    /// MuJoCo steps taken.
-    pub physics_steps: u64,
-}
-
-impl Trace {
-    /// Simulated seconds covered.
-    pub fn seconds(&self) -> f64 {
-        self.samples.last().map_or(0.0, |s| s.t)
-    }
-}
-
-/// The runtime's end of the line: a pty pair behind a fixed path (a symlink), so the cable
-/// can be pulled (the pair closed: the runtime's port fails) and plugged back (a new pair
-/// behind the same path: the runtime's reconnect finds it).
-pub(crate) struct Port {
-    link: PathBuf,
-    pair: Option<(TTYPort, TTYPort)>,
-}
-
-impl Port {
-    pub(crate) fn new(link: &Path) -> Result<Self> {
-        let mut p = Self {
-            link: link.to_path_buf(),
-            pair: None,
-        };
-        p.plug()?;
-        Ok(p)
-    }
-
-    pub(crate) fn plug(&mut self) -> Result<()> {
-        let (mut master, slave) = TTYPort::pair().context("creating a pseudo-terminal")?;
-        master.set_timeout(Duration::from_micros(200))?;
-        let name = slave.name().context("pty without a name")?;
-        let tmp = self.link.with_extension("new");
-        let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(&name, &tmp)?;
-        std::fs::rename(&tmp, &self.link)?;
-        self.pair = Some((master, slave));
-        Ok(())
-    }
-
-    pub(crate) fn unplug(&mut self) {
-        self.pair = None;
-    }
-
-    pub(crate) fn plugged(&self) -> bool {
-        self.pair.is_some()
-    }
-
-    pub(crate) fn read(&mut self, buf: &mut [u8]) -> usize {
-        match &mut self.pair {
-            Some((m, _)) => m.read(buf).unwrap_or(0),
-            None => {
-                std::thread::sleep(Duration::from_micros(200));
-                0
-            }
-        }
-    }
-
-    pub(crate) fn write(&mut self, bytes: &[u8]) {
-        if let Some((m, _)) = &mut self.pair {
-            let _ = m.write_all(bytes);
-        }
-    }
-}
+use crate::line::{BoardPort, BridgeConfig, Clocking, Event, Port, Sample, Trace};
 
 /// A running bridge; [`Bridge::finish`] stops it and returns the trace.
 pub struct Bridge {
@@ -193,7 +68,7 @@ impl Bridge {
     /// a port that is not a board, or a board for another robot, stops here.
     pub fn spawn_real(
         dir: &Path,
-        board: &crate::scenario::BoardPort,
+        board: &BoardPort,
         firmware: FirmwareConfig,
         body: impl FnOnce() -> Result<MujocoBody> + Send + 'static,
         cfg: BridgeConfig,

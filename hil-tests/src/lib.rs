@@ -11,6 +11,8 @@
 //! - [`framer`]: the serial stream cut into packets;
 //! - [`faults`]: what can go wrong on the line (off, stuck, garbage, lost packets, delays, a
 //!   stall, a pulled cable), per window of simulated time;
+//! - [`line`]: what the loops, scenarios and reference share (clocking, events, samples, the
+//!   trace) and the runtime's end of the cable; a leaf;
 //! - [`bridge`]: the runtime's pseudo-terminal, the faults, the board and the body in one
 //!   thread, in lockstep or in real time;
 //! - [`real_board`]: the same with a real microcontroller in HIL mode in place of the virtual
@@ -23,6 +25,7 @@ pub mod body;
 pub mod bridge;
 pub mod faults;
 pub mod framer;
+pub mod line;
 pub mod real_board;
 pub mod reference;
 pub mod report;

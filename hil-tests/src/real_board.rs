@@ -29,9 +29,9 @@ use clawrl_runtime::link::{Link, LinkError};
 use serialport::SerialPort;
 
 use crate::body::MujocoBody;
-use crate::bridge::{BridgeConfig, Event, Port, Sample, Trace};
 use crate::faults::{Direction, Faults};
 use crate::framer::{Framer, Unit};
+use crate::line::{BridgeConfig, Event, Port, Sample, Trace};
 
 /// The firmware's servo count: the robot's, and what [`HilBoard::open`] checks for.
 pub const SERVOS: usize = 16;

@@ -13,7 +13,7 @@ use clawrl_runtime::wire::BoardState;
 use clawrl_sim::Env;
 use clawrl_sim::quadruped::{NUM_SERVOS, QuadrupedEnv, TaskConfig};
 
-use crate::bridge::Event;
+use crate::line::Event;
 
 /// The torso at one control step.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,8 +25,8 @@ pub struct Pose {
     pub fallen: bool,
 }
 
-impl From<&crate::bridge::Sample> for Pose {
-    fn from(s: &crate::bridge::Sample) -> Self {
+impl From<&crate::line::Sample> for Pose {
+    fn from(s: &crate::line::Sample) -> Self {
         Self {
             t: s.t,
             base_pos: s.base_pos,

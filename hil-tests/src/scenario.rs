@@ -13,8 +13,9 @@ use clawrl_runtime::run::{RunOptions, Summary};
 use clawrl_sim::quadruped::TaskConfig;
 
 use crate::body::MujocoBody;
-use crate::bridge::{Bridge, BridgeConfig, Clocking, Event, Trace};
+use crate::bridge::Bridge;
 use crate::faults::{Fault, FaultWindow};
+use crate::line::{BoardPort, BridgeConfig, Clocking, Event, Trace};
 use crate::reference::{Pose, Walk, relative_gap, simulate};
 use clawrl_firmware::SafetyState;
 use clawrl_runtime::controller::{Fault as RuntimeFault, Phase};
@@ -216,15 +217,6 @@ pub struct Setup {
     /// A real board in HIL mode on this serial port instead of the virtual board (real time
     /// only, see [`crate::real_board`]).
     pub board: Option<BoardPort>,
-}
-
-/// A microcontroller running the firmware, on a serial port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BoardPort {
-    pub path: String,
-    pub baud: u32,
-    /// How often the body and the board exchange sensors and pulses, µs.
-    pub exchange_us: u64,
 }
 
 /// What a run produced.

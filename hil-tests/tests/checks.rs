@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clawrl_firmware::SafetyState;
-use clawrl_hil_tests::bridge::{Sample, Trace};
 use clawrl_hil_tests::faults::FaultCounts;
+use clawrl_hil_tests::line::{Sample, Trace};
 use clawrl_hil_tests::reference::Walk;
 use clawrl_hil_tests::report;
 use clawrl_hil_tests::scenario::{self, Check, Comparison, Kind, Outcome};

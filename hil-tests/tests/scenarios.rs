@@ -3,7 +3,7 @@
 //! student the main job distils (fixtures/README.md says how it was made).
 use std::path::{Path, PathBuf};
 
-use clawrl_hil_tests::bridge::Clocking;
+use clawrl_hil_tests::line::Clocking;
 use clawrl_hil_tests::report;
 use clawrl_hil_tests::scenario::{self, Setup};
 use clawrl_sim::quadruped::TaskConfig;

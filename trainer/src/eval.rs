@@ -4,96 +4,18 @@
 //!
 //! The report is returned, not drawn: callers print and save it before any plot, so a plot that
 //! fails never costs an evaluation.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
-use clawrl_policy::{ActionSource, Policy, Registry};
+use clawrl_policy::ActionSource;
 use clawrl_robot::History;
 use clawrl_sim::rng::derive_seed;
 use clawrl_sim::{Env, ObsSource};
 
-use crate::checkpoint;
 use crate::config::TrainConfig;
 use crate::gait::{GaitAccumulator, GaitStats};
-use crate::runner::META_TRAIN_CONFIG;
 use crate::task::make_envs;
 use crate::tracking::{self, Claws, Step, Tracking, ZeroCommand};
-
-/// A policy ready to evaluate, with the configuration of the run that made it.
-pub struct Source {
-    /// The file the weights came from.
-    pub file: PathBuf,
-    /// The run folder, when the file belongs to one.
-    pub run_dir: Option<PathBuf>,
-    pub policy: Box<dyn Policy>,
-    pub config: TrainConfig,
-}
-
-/// Loads what `clawrl eval` is pointed at: a run folder (its newest good checkpoint, else its
-/// `policy.safetensors`), one checkpoint, a policy file, or a policy bundle (`*.clawrl`).
-pub fn load_source(path: &Path) -> Result<Source> {
-    if path
-        .extension()
-        .is_some_and(|e| e == crate::export::EXTENSION)
-    {
-        let (_, policy, config) =
-            crate::export::load_bundle(path, &clawrl_bundle::Trust::default())?;
-        return Ok(Source {
-            file: path.to_path_buf(),
-            run_dir: None,
-            policy,
-            config,
-        });
-    }
-    let (file, run_dir, tensors, meta) = if path.is_dir() {
-        let run_dir = Some(path.to_path_buf());
-        if checkpoint::list(path).is_empty() {
-            let f = path.join("policy.safetensors");
-            anyhow::ensure!(
-                f.is_file(),
-                "{} holds no checkpoint and no policy.safetensors",
-                path.display()
-            );
-            let (t, m) = clawrl_policy::io::load(&f)?;
-            (f, run_dir, t, m)
-        } else {
-            let l = checkpoint::load_newest_good(path, &mut |_| {})?;
-            (l.path, run_dir, l.tensors, l.meta)
-        }
-    } else {
-        let (t, m) = clawrl_policy::io::load(path).map_err(|e| with_hint(path, e))?;
-        (path.to_path_buf(), Some(checkpoint::run_dir_of(path)), t, m)
-    };
-    let text = meta.get(META_TRAIN_CONFIG).with_context(|| {
-        format!(
-            "{} carries no training configuration (`{META_TRAIN_CONFIG}`): it was not written by `clawrl train` of this version",
-            file.display()
-        )
-    })?;
-    let config: TrainConfig = toml::from_str(text)
-        .with_context(|| format!("the training configuration in {}", file.display()))?;
-    let mut policy = Registry::default().from_parts(&|k| tensors.get(k).cloned(), &meta, &file)?;
-    policy.normalizer_mut().training = false;
-    Ok(Source {
-        file,
-        run_dir,
-        policy,
-        config,
-    })
-}
-
-/// A path that does not exist gets what a policy path may be and where the shipped one is:
-/// "no such file" alone does not say what was expected. The path and the OS error are in `e`.
-fn with_hint(path: &Path, e: clawrl_policy::PolicyError) -> anyhow::Error {
-    let e = anyhow::Error::from(e);
-    if path.exists() {
-        return e;
-    }
-    e.context(
-        "no policy there (a policy is a run folder, a checkpoint, a policy.safetensors or a \
-         .clawrl bundle; the shipped teacher is assets/pretrained/quadruped_flat_ppo)",
-    )
-}
 
 #[derive(Debug, Clone)]
 pub struct EvalOptions {

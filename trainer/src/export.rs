@@ -7,17 +7,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clawrl_bundle::{
-    ActionSpec, Bundle, Evaluation, FORMAT_VERSION, Manifest, ObservationSpec, Provenance,
-    RobotInfo, SigningKey, Trust,
+    ActionSpec, Evaluation, FORMAT_VERSION, Manifest, ObservationSpec, Provenance, RobotInfo,
+    SigningKey,
 };
 use clawrl_policy::bundle::BundleParts;
-use clawrl_policy::{ObsSource, Policy, Registry};
+use clawrl_policy::{ObsSource, Policy};
 
 use crate::config::{AlgoConfig, TrainConfig};
-use crate::eval::{EvalOptions, Source, evaluate};
-
-/// File extension of a policy bundle.
-pub const EXTENSION: &str = "clawrl";
+use crate::eval::{EvalOptions, evaluate};
+use crate::source::Source;
 
 #[derive(Default)]
 pub struct ExportOptions {
@@ -202,14 +200,4 @@ pub fn onnx_policy(policy: &dyn Policy) -> Result<clawrl_onnx::MlpPolicy> {
         action_dim: c.action_dim,
         squash: policy.squashed(),
     })
-}
-
-/// Reads a bundle (checked against `trust`) and rebuilds its policy and its training
-/// configuration.
-pub fn load_bundle(path: &Path, trust: &Trust) -> Result<(Bundle, Box<dyn Policy>, TrainConfig)> {
-    let bundle = clawrl_bundle::read(path, trust)?;
-    let policy = clawrl_policy::bundle::from_bundle(&Registry::default(), &bundle)?;
-    let cfg: TrainConfig = toml::from_str(&bundle.manifest.provenance.train_config)
-        .with_context(|| format!("bundle {}: provenance.train_config", path.display()))?;
-    Ok((bundle, policy, cfg))
 }

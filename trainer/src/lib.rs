@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod optim;
 pub mod remote;
 pub mod runner;
+pub mod source;
 pub mod storage;
 pub mod task;
 pub mod tracking;

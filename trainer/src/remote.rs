@@ -11,7 +11,7 @@ use clawrl_policy::{ActionSource, Registry};
 
 use crate::algorithms::distill::Teacher;
 use crate::config::{DistillConfig, TrainConfig};
-use crate::eval::{Source, load_source};
+use crate::source::{EXTENSION, Source, load_source};
 use crate::task::make_envs;
 
 /// A policy ready to evaluate or compare, local or remote, with the configuration of the run
@@ -115,10 +115,7 @@ pub fn model_info(id: &str, src: &Source) -> Result<ModelInfo> {
 /// verify` and `clawrl flash` print, so a client can match what it is served against what was
 /// flashed; for a policy file the file's, the one `distill` pins a teacher by.
 pub fn served_sha256(file: &Path) -> Result<String> {
-    if file
-        .extension()
-        .is_some_and(|e| e == crate::export::EXTENSION)
-    {
+    if file.extension().is_some_and(|e| e == EXTENSION) {
         let b = clawrl_bundle::read(file, &clawrl_bundle::Trust::default())?;
         return Ok(b.sha256_hex());
     }

@@ -28,9 +28,9 @@ use crate::config::{AlgoConfig, TrainConfig};
 use crate::eval::EvalOptions;
 use crate::lock::RunLock;
 use crate::metrics::{Metrics, plot_curves};
+use crate::source::META_TRAIN_CONFIG;
 use crate::task::make_envs;
 
-pub const META_TRAIN_CONFIG: &str = "clawrl.train_config";
 const WINDOW: usize = 100;
 /// Without a terminal, a plain progress line at least this often (and every 10 iterations).
 const LOG_INTERVAL: Duration = Duration::from_secs(30);

@@ -5,8 +5,10 @@ mod common;
 use clawrl_bundle::Trust;
 use clawrl_trainer::Runner;
 use clawrl_trainer::algorithms::NoHooks;
-use clawrl_trainer::eval::{EvalOptions, evaluate, load_source};
-use clawrl_trainer::export::{ExportOptions, export, load_bundle};
+use clawrl_trainer::eval::{EvalOptions, evaluate};
+use clawrl_trainer::export::{ExportOptions, export};
+use clawrl_trainer::source::load_bundle;
+use clawrl_trainer::source::load_source;
 use rand::{RngExt, SeedableRng};
 
 /// A cart-pole run folder of `config` trained for a few iterations.

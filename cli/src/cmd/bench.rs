@@ -32,7 +32,7 @@ pub fn run(a: Args) -> Result<()> {
             "| policy | kind | hidden | history | parameters | median time per action (batch 1) |\n|---|---|---|---|---|---|"
         );
         for path in &a.inference {
-            let src = clawrl_trainer::eval::load_source(path)?;
+            let src = clawrl_trainer::source::load_source(path)?;
             let (t, params) = clawrl_trainer::bench::inference_time(src.policy.as_ref(), 5000)?;
             let c = src.policy.config();
             println!(

@@ -32,10 +32,10 @@ pub fn run(a: Args) -> Result<()> {
     anyhow::ensure!(
         a.out
             .extension()
-            .is_some_and(|e| e == clawrl_trainer::export::EXTENSION),
+            .is_some_and(|e| e == clawrl_trainer::source::EXTENSION),
         "--out {}: a policy bundle's name ends in .{}",
         a.out.display(),
-        clawrl_trainer::export::EXTENSION
+        clawrl_trainer::source::EXTENSION
     );
     let signing_key = a
         .sign
@@ -45,7 +45,7 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(w) = a.sign.as_ref().and_then(clawrl_bundle::secret_key_warning) {
         eprintln!("warning: {w}");
     }
-    let src = clawrl_trainer::eval::load_source(&a.policy)?;
+    let src = clawrl_trainer::source::load_source(&a.policy)?;
     let e = export(
         &src,
         &a.out,

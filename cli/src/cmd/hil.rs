@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use clawrl_hil_tests::bridge::Clocking;
+use clawrl_hil_tests::line::Clocking;
 use clawrl_hil_tests::reference::Pose;
 use clawrl_hil_tests::{report, scenario};
 use clawrl_sim::quadruped::TaskConfig;
@@ -80,11 +80,14 @@ pub fn run(a: Args) -> Result<()> {
             task: task.clone(),
             runtime_config: a.runtime_config.clone(),
             dir: a.out.join("scratch").join(s.name),
-            board: a.board.as_ref().map(|path| scenario::BoardPort {
-                path: path.clone(),
-                baud: a.baud,
-                exchange_us: a.exchange_us,
-            }),
+            board: a
+                .board
+                .as_ref()
+                .map(|path| clawrl_hil_tests::line::BoardPort {
+                    path: path.clone(),
+                    baud: a.baud,
+                    exchange_us: a.exchange_us,
+                }),
         };
         eprintln!("hil: {} ({}) ...", s.name, s.about);
         let (passed, errored, seeds) = run_scenario(&a, s, &setup, &mut text)?;

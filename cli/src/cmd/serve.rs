@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clawrl_endpoint::config::{check_key, key_override};
 use clawrl_endpoint::server::{ServeOptions, ServedModel, serve};
-use clawrl_trainer::eval::load_source;
 use clawrl_trainer::remote::model_info;
+use clawrl_trainer::source::load_source;
 
 /// Serve policies over HTTP: GET /v1/models, POST /v1/act, GET /health.
 #[derive(clap::Args)]
