@@ -95,7 +95,7 @@ fn flash_refuses_a_bad_bundle_or_target_with_one_clear_line_and_touches_nothing(
 
     // A robot-side key given for a directory would be ignored: refused instead.
     let err = fails(
-        clawrl(&["flash"])
+        flash()
             .arg(bundles::quadruped_bundle(&dir, 4))
             .arg("--to")
             .arg(&root)

@@ -1,0 +1,244 @@
+//! Install, rollback and status: the operations, in terms of slots and atomic files.
+use super::*;
+
+/// Installs `bundle_path` under `root`: verifies it with `trust`, checks it against `robot`,
+/// copies it into the slot `current` does not point at, reads the copy back, then switches
+/// `current` to it and `previous` to the old slot. See the module documentation for the
+/// layout and the crash-safety argument.
+pub fn install(
+    root: &Path,
+    bundle_path: &Path,
+    trust: &Trust,
+    robot: &RobotSpec,
+) -> Result<Installed, InstallError> {
+    let abort_at = abort_step()?;
+
+    at(Step::Verify, abort_at);
+    let bundle = clawrl_bundle::read(bundle_path, trust)?;
+    check_bundle(&bundle, robot)?;
+    // The bytes that were verified travel from memory (a source inside the slot about to be
+    // cleared survives), and the copy is read back against the verified digest.
+    let bytes = fs::read(bundle_path).map_err(io_err("read", bundle_path))?;
+
+    for d in [root.to_path_buf(), Slot::A.dir(root), Slot::B.dir(root)] {
+        fs::create_dir_all(&d).map_err(io_err("create directory", &d))?;
+    }
+    let _lock = lock(root)?;
+    let old = read_link(root, "current")?;
+    let target = old.map_or(Slot::A, Slot::other);
+    let dir = target.dir(root);
+
+    at(Step::DropPrevious, abort_at);
+    if read_link(root, "previous")? == Some(target) {
+        remove_if_exists(&root.join("previous"))?;
+        sync_dir(root)?;
+    }
+
+    at(Step::ClearSlot, abort_at);
+    remove_if_exists(&target.record(root))?;
+    remove_if_exists(&target.bundle(root))?;
+    sync_dir(&dir)?;
+
+    at(Step::CopyTemp, abort_at);
+    let tmp = dir.join(format!(".{BUNDLE_FILE}.tmp"));
+    let mut f = File::create(&tmp).map_err(io_err("create", &tmp))?;
+    f.write_all(&bytes).map_err(io_err("write", &tmp))?;
+
+    at(Step::Fsync, abort_at);
+    f.sync_all().map_err(io_err("sync", &tmp))?;
+    drop(f);
+
+    at(Step::RenameIntoSlot, abort_at);
+    let installed = target.bundle(root);
+    fs::rename(&tmp, &installed).map_err(io_err("rename into slot", &installed))?;
+    sync_dir(&dir)?;
+
+    at(Step::VerifyCopy, abort_at);
+    let copy = clawrl_bundle::read(&installed, trust)?;
+    if copy.sha256 != bundle.sha256 {
+        return Err(InstallError::CopyMismatch {
+            path: installed,
+            detail: format!(
+                "content sha256 {}, verified {}",
+                copy.sha256_hex(),
+                bundle.sha256_hex()
+            ),
+        });
+    }
+    check_bundle(&copy, robot)?;
+
+    at(Step::WriteRecord, abort_at);
+    let record = Record {
+        sha256: bundle.sha256_hex(),
+        file_sha256: clawrl_bundle::file_sha256(&installed).map_err(io_err("hash", &installed))?,
+        source: fs::canonicalize(bundle_path).unwrap_or_else(|_| bundle_path.to_path_buf()),
+        installed_unix_s: now_unix_s(),
+        signer: bundle.signer.map(|k| hex(k.as_bytes())),
+        provenance: ProvenanceSummary::of(&bundle),
+    };
+    let json = serde_json::to_string_pretty(&record).expect("a record always serialises");
+    write_file_atomically(&dir, RECORD_FILE, json.as_bytes())?;
+
+    at(Step::LinkTemp, abort_at);
+    let tmp = temp_link(root, "current", target)?;
+
+    // `previous` is set before the switch, so every interruption leaves `current` on the old
+    // slot (and at worst `previous` on it too, which `rollback` refuses by name).
+    at(Step::SetPrevious, abort_at);
+    if let Some(old) = old {
+        set_link(root, "previous", old)?;
+    }
+
+    at(Step::SwitchCurrent, abort_at);
+    commit_link(root, &tmp, "current")?;
+
+    Ok(Installed {
+        slot: target,
+        bundle: installed,
+        record,
+    })
+}
+
+/// Switches `current` back to `previous` (and `previous` to what was current), after checking
+/// that the previous bundle still verifies and matches its record.
+pub fn rollback(root: &Path) -> Result<Installed, InstallError> {
+    let no_previous = |reason: String| InstallError::NoPrevious {
+        root: root.to_path_buf(),
+        reason,
+    };
+    let not_installed = || InstallError::NotInstalled {
+        root: root.to_path_buf(),
+    };
+    read_link(root, "current")?.ok_or_else(not_installed)?;
+    let _lock = lock(root)?;
+    let current = read_link(root, "current")?.ok_or_else(not_installed)?;
+    let Some(previous) = read_link(root, "previous")? else {
+        return Err(no_previous(format!(
+            "{} does not exist (one bundle was installed, or an install was interrupted after clearing the old slot)",
+            root.join("previous").display()
+        )));
+    };
+    if previous == current {
+        return Err(no_previous(format!(
+            "previous and current both point at {current} (an install was interrupted before it switched)"
+        )));
+    }
+    let back = verify_slot(previous, root).map_err(|e| {
+        no_previous(format!(
+            "the previous bundle in {previous} no longer verifies: {e}"
+        ))
+    })?;
+    set_link(root, "current", previous)?;
+    set_link(root, "previous", current)?;
+    Ok(back)
+}
+
+/// The bundle `current` points at, for `clawrl-runtime run`.
+pub fn current_bundle(root: &Path) -> Result<PathBuf, InstallError> {
+    let slot = read_link(root, "current")?.ok_or_else(|| InstallError::NotInstalled {
+        root: root.to_path_buf(),
+    })?;
+    let path = slot.bundle(root);
+    match fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => Ok(path),
+        Ok(_) => Err(InstallError::Layout {
+            path,
+            detail: "is not a regular file".into(),
+        }),
+        Err(e) => Err(io_err("current bundle", &path)(e)),
+    }
+}
+
+/// What a slot holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlotState {
+    Empty,
+    Installed(Box<Installed>),
+    /// Something is there but does not verify (an interrupted install into the inactive slot,
+    /// or damage): why.
+    Broken(String),
+}
+
+/// Both slots, and where `current` and `previous` point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    pub root: PathBuf,
+    pub current: Option<Slot>,
+    pub previous: Option<Slot>,
+    pub slots: [(Slot, SlotState); 2],
+}
+
+impl Status {
+    /// The current slot's bundle, if it verifies.
+    pub fn current_installed(&self) -> Option<&Installed> {
+        let c = self.current?;
+        self.slots.iter().find_map(|(s, st)| match st {
+            SlotState::Installed(i) if *s == c => Some(&**i),
+            _ => None,
+        })
+    }
+}
+
+/// Reads both slots (each bundle is verified for integrity and against its record).
+pub fn status(root: &Path) -> Result<Status, InstallError> {
+    if !root.is_dir() {
+        return Err(InstallError::NotInstalled {
+            root: root.to_path_buf(),
+        });
+    }
+    let current = read_link(root, "current")?;
+    let previous = read_link(root, "previous")?;
+    let state = |slot: Slot| {
+        let bundle = slot.bundle(root);
+        if !bundle.exists() && !slot.record(root).exists() {
+            return SlotState::Empty;
+        }
+        match verify_slot(slot, root) {
+            Ok(i) => SlotState::Installed(Box::new(i)),
+            Err(e) => SlotState::Broken(e.to_string()),
+        }
+    };
+    Ok(Status {
+        root: root.to_path_buf(),
+        current,
+        previous,
+        slots: [(Slot::A, state(Slot::A)), (Slot::B, state(Slot::B))],
+    })
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = |s: Option<Slot>| s.map_or("none".to_string(), |s| s.to_string());
+        writeln!(
+            f,
+            "clawrl bundles under {}: current {}, previous {}",
+            self.root.display(),
+            name(self.current),
+            name(self.previous)
+        )?;
+        for (slot, state) in &self.slots {
+            let mut roles = Vec::new();
+            if self.current == Some(*slot) {
+                roles.push("current");
+            }
+            if self.previous == Some(*slot) {
+                roles.push("previous");
+            }
+            let roles = if roles.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", roles.join(", "))
+            };
+            match state {
+                SlotState::Empty => writeln!(f, "{slot}{roles}: empty")?,
+                SlotState::Broken(why) => writeln!(f, "{slot}{roles}: does not verify: {why}")?,
+                SlotState::Installed(i) => {
+                    let text = i.to_string();
+                    let body = text.strip_prefix(&slot.to_string()).unwrap_or(&text);
+                    writeln!(f, "{slot}{roles}{body}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
