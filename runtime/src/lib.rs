@@ -7,7 +7,13 @@
 //! [`telemetry`] logs every cycle and [`replay`] checks a log bit for bit.
 //!
 //! The pieces underneath: [`rate::FixedRate`], a loop timer that wakes at absolute deadlines
-//! on a [`clock::Clock`] (the OS's monotonic clock, or a fake one in tests).
+//! on a [`clock::Clock`] (the OS's monotonic clock, or a fake one in tests); [`config`], the
+//! runtime's TOML (the robot it is, its limits, its link), validated on load.
+//!
+//! Around the loop: [`cmd`] (the subcommands but install, rollback and status, which live in
+//! [`install`]), [`selftest`] (what a robot computer checks without a board), [`bench`] (its
+//! timing figures) and [`synthetic`] (a student of the shipped shape for both, before a
+//! trained bundle is there).
 pub mod bench;
 pub mod clock;
 pub mod cmd;
