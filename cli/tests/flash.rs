@@ -1,6 +1,7 @@
 //! `clawrl flash BUNDLE --to DIR`: the local case of putting a bundle on the robot (the same
-//! A/B install the robot runs), as a user runs it. The remote case (scp + ssh) is checked by
-//! the argv unit tests in `cli/src/cmd/flash.rs`.
+//! A/B install the robot runs), as a user runs it. The remote case (one ssh and a shell
+//! script) is checked by the unit tests in `cli/src/cmd/flash.rs`, the script run by a real
+//! shell.
 #[path = "../../runtime/tests/common/mod.rs"]
 mod bundles;
 mod common;

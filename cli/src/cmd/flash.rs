@@ -1,6 +1,7 @@
 //! `clawrl flash`: put a policy bundle on the robot. Into a local directory it installs with the
 //! runtime's own library (A/B slots, atomic switch, see `clawrl_runtime::install`); onto a
-//! robot it copies the file with `scp` and runs `clawrl-runtime install` there over `ssh`.
+//! robot it sends the bundle over one `ssh` into a private file under the install root and runs
+//! `clawrl-runtime install` on it there ([`remote_script`]).
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,8 +17,8 @@ use clawrl_runtime::install::{self, DEFAULT_ROOT};
 pub struct Args {
     bundle: PathBuf,
     /// Where to: an existing directory (or `dir:PATH`, created if needed) is the install root
-    /// itself; `user@host[:ROOT]` copies the bundle with scp and runs `clawrl-runtime install`
-    /// over ssh (ROOT defaults to /var/lib/clawrl).
+    /// itself; `user@host[:ROOT]` sends the bundle over ssh into a private file under ROOT and
+    /// runs `clawrl-runtime install` on it there (ROOT defaults to /var/lib/clawrl).
     #[arg(long, value_name = "DIR_OR_HOST")]
     to: String,
     /// A trusted public key on this machine (`clawrl keygen`); repeatable. The bundle is checked
@@ -79,14 +80,6 @@ impl Target {
     }
 }
 
-/// The file name the bundle gets in the robot's /tmp.
-pub fn remote_file(sha256_hex: &str) -> String {
-    format!(
-        "/tmp/clawrl-{}.clawrl",
-        &sha256_hex[..sha256_hex.len().min(16)]
-    )
-}
-
 /// Quotes one word for the remote shell that ssh hands its command line to.
 fn shell_quote(s: &str) -> String {
     if !s.is_empty()
@@ -99,49 +92,45 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// The two command lines of a remote flash: `scp` the bundle to `remote_file`, then `ssh` the
-/// install (and remove the copy whatever the install says, keeping its exit status).
-pub fn remote_commands(
-    bundle: &Path,
-    host: &str,
-    root: &str,
-    remote_file: &str,
-    remote_trust: &[String],
-    require_signature: bool,
-) -> [Vec<OsString>; 2] {
-    let scp = vec![
-        "scp".into(),
-        "-q".into(),
-        "--".into(),
-        bundle.as_os_str().to_owned(),
-        format!("{host}:{remote_file}").into(),
-    ];
-    let mut install = vec![
-        "clawrl-runtime".to_string(),
-        "install".into(),
-        shell_quote(remote_file),
-        "--root".into(),
-        shell_quote(root),
-    ];
+/// The remote shell script of a flash, the bundle on its stdin: a private file under the
+/// install root (`mktemp`, mode 600 under umask 077: another user of the robot can neither
+/// predict its name nor swap its bytes before the install reads them, as they could in /tmp),
+/// the bundle written into it, `clawrl-runtime install` on it, and the file removed whatever
+/// the install says, keeping its exit status.
+pub fn remote_script(root: &str, remote_trust: &[String], require_signature: bool) -> String {
+    let root = shell_quote(root);
+    let mut install = format!("clawrl-runtime install \"$f\" --root {root}");
     for k in remote_trust {
-        install.push("--trust".into());
-        install.push(shell_quote(k));
+        install.push_str(&format!(" --trust {}", shell_quote(k)));
     }
     if require_signature {
-        install.push("--require-signature".into());
+        install.push_str(" --require-signature");
     }
-    let remote = format!(
-        "{}; status=$?; rm -f {}; exit $status",
-        install.join(" "),
-        shell_quote(remote_file)
-    );
-    let ssh = vec!["ssh".into(), "--".into(), host.into(), remote.into()];
-    [scp, ssh]
+    format!(
+        "umask 077 && mkdir -p {root} && f=$(mktemp {root}/.incoming.XXXXXXXX) || exit 1; \
+         cat > \"$f\" && {install}; status=$?; rm -f \"$f\"; exit $status"
+    )
 }
 
-fn run_argv(argv: &[OsString]) -> Result<()> {
+/// The command line of a remote flash: `ssh` running [`remote_script`] (the bundle goes on
+/// its stdin).
+pub fn remote_command(
+    host: &str,
+    root: &str,
+    remote_trust: &[String],
+    require_signature: bool,
+) -> Vec<OsString> {
+    let script = remote_script(root, remote_trust, require_signature);
+    vec!["ssh".into(), "--".into(), host.into(), script.into()]
+}
+
+/// Runs `argv` with `stdin` as its standard input.
+fn run_argv(argv: &[OsString], stdin: &Path) -> Result<()> {
+    let input =
+        std::fs::File::open(stdin).with_context(|| format!("opening {}", stdin.display()))?;
     let status = Command::new(&argv[0])
         .args(&argv[1..])
+        .stdin(input)
         .status()
         .with_context(|| format!("could not start {}", argv[0].to_string_lossy()))?;
     anyhow::ensure!(
@@ -179,17 +168,8 @@ pub fn run(a: Args) -> Result<()> {
             };
             let b = clawrl_bundle::read(&a.bundle, &local_trust)?;
             install::check_bundle(&b, &robot)?;
-            let file = remote_file(&b.sha256_hex());
-            for argv in remote_commands(
-                &a.bundle,
-                &host,
-                &root,
-                &file,
-                &a.remote_trust,
-                a.require_signature,
-            ) {
-                run_argv(&argv)?;
-            }
+            let argv = remote_command(&host, &root, &a.remote_trust, a.require_signature);
+            run_argv(&argv, &a.bundle)?;
             println!(
                 "flashed {} (sha256 {}) to {host}:{root}",
                 a.bundle.display(),
@@ -243,55 +223,84 @@ mod tests {
     }
 
     #[test]
-    fn remote_flash_is_scp_then_ssh_install() {
-        let [scp, ssh] = remote_commands(
-            Path::new("runs/s/student.clawrl"),
+    fn remote_flash_is_one_ssh_with_the_install_script() {
+        let argv = remote_command(
             "pi@robot",
             "/var/lib/clawrl",
-            "/tmp/clawrl-0123456789abcdef.clawrl",
             &["/etc/clawrl/me.pub".into()],
             true,
         );
         assert_eq!(
-            strings(&scp),
-            [
-                "scp",
-                "-q",
-                "--",
-                "runs/s/student.clawrl",
-                "pi@robot:/tmp/clawrl-0123456789abcdef.clawrl"
-            ]
-        );
-        assert_eq!(
-            strings(&ssh),
+            strings(&argv),
             [
                 "ssh",
                 "--",
                 "pi@robot",
-                "clawrl-runtime install /tmp/clawrl-0123456789abcdef.clawrl --root /var/lib/clawrl \
-                 --trust /etc/clawrl/me.pub --require-signature; status=$?; \
-                 rm -f /tmp/clawrl-0123456789abcdef.clawrl; exit $status"
+                "umask 077 && mkdir -p /var/lib/clawrl && f=$(mktemp /var/lib/clawrl/.incoming.XXXXXXXX) \
+                 || exit 1; cat > \"$f\" && clawrl-runtime install \"$f\" --root /var/lib/clawrl \
+                 --trust /etc/clawrl/me.pub --require-signature; status=$?; rm -f \"$f\"; exit $status"
             ]
         );
     }
 
     #[test]
     fn a_root_with_shell_characters_is_quoted_for_the_remote_shell() {
-        let [_, ssh] = remote_commands(
-            Path::new("b.clawrl"),
-            "pi@robot",
-            "/srv/my bundles;rm -rf ~",
-            "/tmp/clawrl-x.clawrl",
-            &[],
-            false,
-        );
-        let remote = ssh[3].to_str().unwrap();
+        let script = remote_script("/srv/my bundles;rm -rf ~", &[], false);
         assert!(
-            remote.starts_with(
-                "clawrl-runtime install /tmp/clawrl-x.clawrl --root '/srv/my bundles;rm -rf ~';"
-            ),
-            "{remote}"
+            script.starts_with("umask 077 && mkdir -p '/srv/my bundles;rm -rf ~' && "),
+            "{script}"
+        );
+        assert!(
+            script.contains("--root '/srv/my bundles;rm -rf ~';"),
+            "{script}"
         );
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+
+    /// The script run by a real shell, with a stand-in `clawrl-runtime` on PATH that records
+    /// what it was given: the bundle lands in a file only its owner can read or write, under
+    /// the install root with a name nobody could predict, and is gone afterwards; the install's
+    /// exit status is the script's.
+    #[test]
+    fn the_remote_script_installs_from_a_private_file_under_the_root() {
+        let dir = std::env::temp_dir().join(format!("clawrl-flash-script-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (bin, root) = (dir.join("bin"), dir.join("robot root"));
+        std::fs::create_dir_all(&bin).unwrap();
+        let log = dir.join("log");
+        let fake = bin.join("clawrl-runtime");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$2\" \"$(stat -c %a \"$2\")\" \"$(cat \"$2\")\" > '{}'\nexit 3\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let bundle = dir.join("b.clawrl");
+        std::fs::write(&bundle, "the bundle's bytes").unwrap();
+        let script = remote_script(root.to_str().unwrap(), &[], false);
+        let status = Command::new("sh")
+            .args(["-c", &script])
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .stdin(std::fs::File::open(&bundle).unwrap())
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(3), "the install's exit status");
+        let seen = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = seen.lines().collect();
+        let file = Path::new(lines[0]);
+        assert_eq!(file.parent(), Some(root.as_path()), "{seen}");
+        let name = file.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with(".incoming.") && name.len() == ".incoming.".len() + 8,
+            "{name}"
+        );
+        assert_eq!(lines[1], "600", "only its owner may read or write it");
+        assert_eq!(lines[2], "the bundle's bytes");
+        assert!(!file.exists(), "removed after the install");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
