@@ -91,7 +91,7 @@ fn verdicts(bundle: &Path, root: &Path) -> [(&'static str, Result<(), String>); 
     let install = install::run_install(&InstallArgs {
         bundle: bundle.to_path_buf(),
         config: robot_toml(),
-        root: root.to_path_buf(),
+        root: Some(root.to_path_buf()),
         trust: Vec::new(),
         require_signature: false,
     });

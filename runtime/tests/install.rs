@@ -560,3 +560,121 @@ fn the_robot_section_names_the_real_mjcf_and_refuses_a_zero_hash_or_another_mode
         assert!(e.contains("robot.toml") && e.contains(key), "{set}: {e}");
     }
 }
+
+/// Rollback is lost only once the previous bundle is: an install killed before it touches the
+/// inactive slot (verifying the new bundle, or right before clearing the old record) leaves
+/// `previous` on the old bundle, and rollback returns to it.
+#[test]
+fn an_install_killed_before_it_touches_the_old_slot_keeps_the_rollback() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (b1, b2, b3) = (
+        quadruped_bundle(dir.path(), 1),
+        quadruped_bundle(dir.path(), 2),
+        quadruped_bundle(dir.path(), 3),
+    );
+    ok(&mut install_cmd(&root, &b1));
+    ok(&mut install_cmd(&root, &b2));
+    let b1_bytes = std::fs::read(&b1).unwrap();
+    for step in [Step::Verify, Step::ClearRecord] {
+        let o = install_cmd(&root, &b3)
+            .env(ABORT_ENV, step.name())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.signal(), Some(SIGABRT), "{:?}", out(&o));
+        let said = ok(runtime(&["rollback", "--root"]).arg(&root));
+        assert!(said.contains("rolled back"), "killed at {step}: {said}");
+        assert_eq!(current_bytes(&root), b1_bytes, "killed at {step}");
+        // And forward again to b2, for the next step.
+        install::rollback(&root).unwrap();
+    }
+}
+
+/// Installing the bundle that is already current changes nothing: the previous bundle stays
+/// the rollback target (it used to be overwritten by a second copy of the current one).
+#[test]
+fn installing_the_current_bundle_again_keeps_the_previous_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (b1, b2) = (
+        quadruped_bundle(dir.path(), 1),
+        quadruped_bundle(dir.path(), 2),
+    );
+    ok(&mut install_cmd(&root, &b1));
+    ok(&mut install_cmd(&root, &b2));
+    let before = snapshot(&root);
+    let said = ok(&mut install_cmd(&root, &b2));
+    assert!(said.contains("already the current bundle"), "{said}");
+    assert_eq!(snapshot(&root), before);
+    install::rollback(&root).unwrap();
+    assert_eq!(current_bytes(&root), std::fs::read(&b1).unwrap());
+}
+
+/// What an install killed mid-copy leaves in the inactive slot (the temporary copy) is gone
+/// after the next install into that slot.
+#[test]
+fn an_install_clears_what_an_interrupted_one_left_in_the_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (b1, b2, b3) = (
+        quadruped_bundle(dir.path(), 1),
+        quadruped_bundle(dir.path(), 2),
+        quadruped_bundle(dir.path(), 3),
+    );
+    ok(&mut install_cmd(&root, &b1));
+    let inactive = install::status(&root).unwrap().current.unwrap().other();
+    let o = install_cmd(&root, &b2)
+        .env(ABORT_ENV, "RenameIntoSlot")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.signal(), Some(SIGABRT), "{:?}", out(&o));
+    let hidden = |slot: install::Slot| -> Vec<String> {
+        std::fs::read_dir(slot.dir(&root))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect()
+    };
+    assert!(
+        !hidden(inactive).is_empty(),
+        "the kill left its temporary copy"
+    );
+    // Also a stray file of an older version's install.
+    std::fs::write(inactive.dir(&root).join(".installed.json.tmp"), b"{").unwrap();
+    ok(&mut install_cmd(&root, &b3));
+    assert_eq!(hidden(inactive), Vec::<String>::new());
+}
+
+/// `status` and `rollback` (and `install`) act on `install.root` of the runtime config, where
+/// `run` loads from, unless --root says otherwise.
+#[test]
+fn status_and_rollback_read_the_install_root_from_the_runtime_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("robot root");
+    let text = std::fs::read_to_string(robot_toml()).unwrap();
+    assert!(text.contains("root = \"/var/lib/clawrl\""));
+    let cfg = dir.path().join("robot.toml");
+    std::fs::write(
+        &cfg,
+        text.replace(
+            "root = \"/var/lib/clawrl\"",
+            &format!("root = {:?}", root.display().to_string()),
+        ),
+    )
+    .unwrap();
+    let with_cfg = |cmd: &str| {
+        let mut c = runtime(&[cmd, "--config"]);
+        c.arg(&cfg);
+        c
+    };
+    ok(with_cfg("install").arg(quadruped_bundle(dir.path(), 1)));
+    ok(with_cfg("install").arg(quadruped_bundle(dir.path(), 2)));
+    let shown = ok(&mut with_cfg("status"));
+    assert!(
+        shown.contains(&format!("clawrl bundles under {}", root.display())),
+        "{shown}"
+    );
+    let said = ok(&mut with_cfg("rollback"));
+    assert!(said.contains("rolled back"), "{said}");
+}

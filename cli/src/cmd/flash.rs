@@ -158,7 +158,11 @@ pub fn run(a: Args) -> Result<()> {
                 root.display()
             );
             let i = install::install(&root, &a.bundle, &trust, &robot)?;
-            println!("installed into {i}");
+            if i.already_current {
+                println!("already the current bundle, nothing changed: {i}");
+            } else {
+                println!("installed into {i}");
+            }
         }
         Target::Remote { host, root } => {
             // Refuse here what the robot would refuse, before anything is sent.

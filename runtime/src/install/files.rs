@@ -146,7 +146,24 @@ pub(super) fn verify_slot(slot: Slot, root: &Path) -> Result<Installed, InstallE
         slot,
         bundle,
         record,
+        already_current: false,
     })
+}
+
+/// Removes what an interrupted install may have left in `dir`: files whose names start with a
+/// dot (the temporary copy and record of [`write_file_atomically`] and the install's own copy).
+pub(super) fn remove_leftovers(dir: &Path) -> Result<(), InstallError> {
+    let entries = fs::read_dir(dir).map_err(io_err("list", dir))?;
+    for entry in entries {
+        let path = entry.map_err(io_err("list", dir))?.path();
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        {
+            remove_if_exists(&path)?;
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn now_unix_s() -> u64 {

@@ -127,9 +127,9 @@ pub struct InstallArgs {
     /// bundle must fit, as `clawrl-runtime run` will check it.
     #[arg(long, default_value = "configs/runtime/robot.toml")]
     pub config: PathBuf,
-    /// Where the slots live.
-    #[arg(long, default_value = DEFAULT_ROOT)]
-    pub root: PathBuf,
+    /// Where the slots live (default: `install.root` of --config, where `run` looks).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
     /// A trusted public key (`clawrl keygen`); repeatable. Naming one requires a signature by
     /// one of them: an unsigned bundle, or one signed by any other key, is refused.
     #[arg(long, value_name = "KEY.pub")]
@@ -142,27 +142,59 @@ pub struct InstallArgs {
 /// `clawrl-runtime rollback` and `clawrl-runtime status`.
 #[derive(Debug, clap::Args)]
 pub struct RootArgs {
-    /// Where the slots live.
-    #[arg(long, default_value = DEFAULT_ROOT)]
-    pub root: PathBuf,
+    /// Runtime configuration (TOML) whose `install.root` names where the slots live, as for
+    /// `clawrl-runtime run`.
+    #[arg(long, default_value = "configs/runtime/robot.toml")]
+    pub config: PathBuf,
+    /// Where the slots live, instead of --config's `install.root`.
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+}
+
+/// The install root: `--root`, else `install.root` of the runtime config, so install, status
+/// and rollback act where `run` loads from.
+fn root_of(root: &Option<PathBuf>, config: &Path) -> anyhow::Result<PathBuf> {
+    match root {
+        Some(r) => Ok(r.clone()),
+        None => Ok(crate::config::RuntimeConfig::load(config, &[])
+            .map_err(|e| anyhow::anyhow!("{e} (or give the install root with --root)"))?
+            .install
+            .root),
+    }
 }
 
 /// Runs `clawrl-runtime install`; returns what to print.
 pub fn run_install(a: &InstallArgs) -> anyhow::Result<String> {
-    let trust = Trust::from_key_files(&a.trust, a.require_signature)?;
-    let robot = crate::config::RuntimeConfig::load(&a.config, &[])?.robot_spec();
-    let i = install(&a.root, &a.bundle, &trust, &robot)?;
-    Ok(format!("installed into {i}"))
+    let cfg = crate::config::RuntimeConfig::load(&a.config, &[])?;
+    // What `run` will demand, install demands too: its trusted keys and its signature rule,
+    // with any --trust keys besides.
+    let keys: Vec<PathBuf> = a
+        .trust
+        .iter()
+        .chain(&cfg.install.trusted_keys)
+        .cloned()
+        .collect();
+    let trust = Trust::from_key_files(&keys, a.require_signature || cfg.install.require_signature)?;
+    let root = a.root.clone().unwrap_or(cfg.install.root.clone());
+    let i = install(&root, &a.bundle, &trust, &cfg.robot_spec())?;
+    Ok(if i.already_current {
+        format!("already the current bundle, nothing changed: {i}")
+    } else {
+        format!("installed into {i}")
+    })
 }
 
 /// Runs `clawrl-runtime rollback`; returns what to print.
 pub fn run_rollback(a: &RootArgs) -> anyhow::Result<String> {
-    Ok(format!("rolled back to {}", rollback(&a.root)?))
+    Ok(format!(
+        "rolled back to {}",
+        rollback(&root_of(&a.root, &a.config)?)?
+    ))
 }
 
 /// Runs `clawrl-runtime status`; returns what to print.
 pub fn run_status(a: &RootArgs) -> anyhow::Result<String> {
-    Ok(status(&a.root)?.to_string())
+    Ok(status(&root_of(&a.root, &a.config)?)?.to_string())
 }
 
 #[cfg(test)]

@@ -25,8 +25,22 @@ pub fn install(
     }
     let _lock = lock(root)?;
     let old = read_link(root, "current")?;
+    // The bundle that is already current, again: nothing to do, and doing it would overwrite
+    // the previous bundle (the inactive slot) with a second copy of the current one.
+    if let Some(current) = old.and_then(|c| verify_slot(c, root).ok())
+        && current.record.sha256 == bundle.sha256_hex()
+    {
+        return Ok(Installed {
+            already_current: true,
+            ..current
+        });
+    }
     let target = old.map_or(Slot::A, Slot::other);
     let dir = target.dir(root);
+
+    at(Step::ClearRecord, abort_at);
+    remove_if_exists(&target.record(root))?;
+    sync_dir(&dir)?;
 
     at(Step::DropPrevious, abort_at);
     if read_link(root, "previous")? == Some(target) {
@@ -35,8 +49,8 @@ pub fn install(
     }
 
     at(Step::ClearSlot, abort_at);
-    remove_if_exists(&target.record(root))?;
     remove_if_exists(&target.bundle(root))?;
+    remove_leftovers(&dir)?;
     sync_dir(&dir)?;
 
     at(Step::CopyTemp, abort_at);
@@ -96,6 +110,7 @@ pub fn install(
         slot: target,
         bundle: installed,
         record,
+        already_current: false,
     })
 }
 

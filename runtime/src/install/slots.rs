@@ -55,9 +55,13 @@ impl fmt::Display for Slot {
 pub enum Step {
     /// Read and verify the source bundle, check it against the robot.
     Verify,
-    /// Unlink `previous` if it points at the slot about to be overwritten.
+    /// Remove the inactive slot's record: from here its bundle no longer verifies, so nothing
+    /// (rollback, status) takes it for an installed one.
+    ClearRecord,
+    /// Unlink `previous` if it points at that slot. Only now: an install stopped before this
+    /// leaves the previous bundle intact and `previous` on it, for rollback.
     DropPrevious,
-    /// Remove the old bundle and record from the inactive slot.
+    /// Remove the old bundle, and anything an interrupted install left, from the slot.
     ClearSlot,
     /// Write the bytes to a temporary file in the inactive slot.
     CopyTemp,
@@ -78,8 +82,9 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 11] = [
+    pub const ALL: [Step; 12] = [
         Step::Verify,
+        Step::ClearRecord,
         Step::DropPrevious,
         Step::ClearSlot,
         Step::CopyTemp,
@@ -95,6 +100,7 @@ impl Step {
     pub fn name(self) -> &'static str {
         match self {
             Step::Verify => "Verify",
+            Step::ClearRecord => "ClearRecord",
             Step::DropPrevious => "DropPrevious",
             Step::ClearSlot => "ClearSlot",
             Step::CopyTemp => "CopyTemp",
@@ -197,6 +203,9 @@ pub struct Installed {
     /// `ROOT/slots/X/bundle.clawrl`.
     pub bundle: PathBuf,
     pub record: Record,
+    /// The install found this bundle already current and changed nothing (so the previous
+    /// bundle stays where rollback finds it).
+    pub already_current: bool,
 }
 
 impl fmt::Display for Installed {
