@@ -235,9 +235,15 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// integrity, manifest, signature. The robot check is [`crate::check_fits`].
 pub fn read(path: impl AsRef<Path>, trust: &Trust) -> Result<Bundle, BundleError> {
     let path = path.as_ref();
-    let err = |check, detail: String| BundleError::new(path, check, detail);
+    let bytes =
+        fs::read(path).map_err(|e| BundleError::new(path, Check::Read, e.to_string()))?;
+    read_bytes(path, &bytes, trust)
+}
 
-    let bytes = fs::read(path).map_err(|e| err(Check::Read, e.to_string()))?;
+/// [`read`] on bytes already in memory (`path` names them in messages): what verifies is then
+/// exactly what the caller goes on to use, with no second read of a file that may have changed.
+pub fn read_bytes(path: &Path, bytes: &[u8], trust: &Trust) -> Result<Bundle, BundleError> {
+    let err = |check, detail: String| BundleError::new(path, check, detail);
 
     let container = |e: safetensors::SafeTensorError| {
         err(
@@ -245,8 +251,8 @@ pub fn read(path: impl AsRef<Path>, trust: &Trust) -> Result<Bundle, BundleError
             format!("not a complete safetensors file ({e})"),
         )
     };
-    let (_, header) = SafeTensors::read_metadata(&bytes).map_err(container)?;
-    let st = SafeTensors::deserialize(&bytes).map_err(container)?;
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(container)?;
+    let st = SafeTensors::deserialize(bytes).map_err(container)?;
 
     let format_err = |detail: String| err(Check::Format, detail);
     let supported = SUPPORTED_FORMATS.join(", ");

@@ -29,7 +29,7 @@ mod sign;
 pub use compat::{Incompatible, RobotSpec, check_fits};
 pub use container::{
     Bundle, FORMAT, KEY_FORMAT, KEY_MANIFEST, KEY_SHA256, KEY_SIGNATURE, SUPPORTED_FORMATS, Tensor,
-    digest, file_sha256, read, write,
+    digest, file_sha256, read, read_bytes, write,
 };
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 pub use error::{BundleError, Check, KeyError, ManifestError};

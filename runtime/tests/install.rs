@@ -678,3 +678,46 @@ fn status_and_rollback_read_the_install_root_from_the_runtime_config() {
     let said = ok(&mut with_cfg("rollback"));
     assert!(said.contains("rolled back"), "{said}");
 }
+
+/// The source is read once: what is verified is what is copied, so a source swapped for
+/// another bundle after verification cannot be installed. A named pipe can be read only once
+/// (a second open waits for a writer that never comes): install from one must finish, and
+/// install the bytes that came through it.
+#[test]
+fn install_reads_its_source_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let b1 = quadruped_bundle(dir.path(), 1);
+    let fifo = dir.path().join("bundle.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let bytes = std::fs::read(&b1).unwrap();
+    let writer = {
+        let (fifo, bytes) = (fifo.clone(), bytes.clone());
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            std::fs::File::create(&fifo)
+                .unwrap()
+                .write_all(&bytes)
+                .unwrap();
+        })
+    };
+    let mut child = install_cmd(&root, &fifo)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("install opened its source a second time and waited for another writer");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    writer.join().unwrap();
+    assert!(status.success(), "{status}");
+    assert_eq!(current_bytes(&root), bytes);
+}

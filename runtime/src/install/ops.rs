@@ -13,12 +13,13 @@ pub fn install(
 ) -> Result<Installed, InstallError> {
     let abort_at = abort_step()?;
 
-    at(Step::Verify, abort_at);
-    let bundle = clawrl_bundle::read(bundle_path, trust)?;
-    check_bundle(&bundle, robot)?;
-    // The bytes that were verified travel from memory (a source inside the slot about to be
-    // cleared survives), and the copy is read back against the verified digest.
+    // The file is read once: the bytes verified are the bytes copied, so a source swapped for
+    // another bundle after verification cannot slip in (and a source inside the slot about to
+    // be cleared survives). The copy is read back against the verified digest too.
     let bytes = fs::read(bundle_path).map_err(io_err("read", bundle_path))?;
+    at(Step::Verify, abort_at);
+    let bundle = clawrl_bundle::read_bytes(bundle_path, &bytes, trust)?;
+    check_bundle(&bundle, robot)?;
 
     for d in [root.to_path_buf(), Slot::A.dir(root), Slot::B.dir(root)] {
         fs::create_dir_all(&d).map_err(io_err("create directory", &d))?;
