@@ -235,8 +235,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// integrity, manifest, signature. The robot check is [`crate::check_fits`].
 pub fn read(path: impl AsRef<Path>, trust: &Trust) -> Result<Bundle, BundleError> {
     let path = path.as_ref();
-    let bytes =
-        fs::read(path).map_err(|e| BundleError::new(path, Check::Read, e.to_string()))?;
+    let bytes = fs::read(path).map_err(|e| BundleError::new(path, Check::Read, e.to_string()))?;
     read_bytes(path, &bytes, trust)
 }
 
