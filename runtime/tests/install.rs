@@ -721,3 +721,35 @@ fn install_reads_its_source_once() {
     assert!(status.success(), "{status}");
     assert_eq!(current_bytes(&root), bytes);
 }
+
+/// A previous slot whose record no longer matches its bundle (edited, or left from another
+/// bundle) is refused by rollback by name and shown as not verifying by status.
+#[test]
+fn a_previous_record_that_does_not_match_its_bundle_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    ok(&mut install_cmd(&root, &quadruped_bundle(dir.path(), 1)));
+    let first = install::status(&root).unwrap().current.unwrap();
+    ok(&mut install_cmd(&root, &quadruped_bundle(dir.path(), 2)));
+    let record = first.record(&root);
+    let text = std::fs::read_to_string(&record).unwrap();
+    let sha = install::status(&root)
+        .unwrap()
+        .slots
+        .iter()
+        .find_map(|(s, st)| match st {
+            SlotState::Installed(i) if *s == first => Some(i.record.sha256.clone()),
+            _ => None,
+        })
+        .unwrap();
+    std::fs::write(&record, text.replace(&sha, &"0".repeat(64))).unwrap();
+    let before = snapshot(&root);
+    let e = refused(runtime(&["rollback", "--root"]).arg(&root));
+    assert!(
+        e.contains("no longer verifies") && e.contains("records sha256"),
+        "{e}"
+    );
+    assert_eq!(snapshot(&root), before);
+    let shown = ok(runtime(&["status", "--root"]).arg(&root));
+    assert!(shown.contains("does not verify"), "{shown}");
+}
