@@ -333,8 +333,8 @@ impl Controller {
         let servos = core::array::from_fn(|i| {
             let at = i * board::HIL_SERVO_ENTRY_LEN as usize;
             ServoSample {
-                position_rad: i16_at(at) * 1e-4,
-                current_ma: i16_at(at + 2),
+                position_rad: i16_at(at) / registers::HIL_POSITION_PER_RAD,
+                current_ma: i16_at(at + 2) / registers::HIL_CURRENT_PER_MA,
                 temperature_c: 35.0,
             }
         });
@@ -346,8 +346,8 @@ impl Controller {
             Err(ImuError)
         } else {
             Ok(ImuSample {
-                gyro_rad_s: axes(board::HIL_GYRO, 1e-3),
-                accel_m_s2: axes(board::HIL_ACCEL, 1e-2),
+                gyro_rad_s: axes(board::HIL_GYRO, 1.0 / registers::GYRO_PER_RAD_S),
+                accel_m_s2: axes(board::HIL_ACCEL, 1.0 / registers::ACCEL_PER_M_S2),
             })
         };
         Sensors {

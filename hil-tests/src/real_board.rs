@@ -24,7 +24,7 @@ use clawrl_firmware::controller::Pulses;
 use clawrl_firmware::virtual_board::{Plant, PlantReading};
 use clawrl_firmware::{FirmwareConfig, SafetyState};
 use clawrl_protocol::table::{board, servo};
-use clawrl_protocol::units::ids;
+use clawrl_protocol::units::{ids, registers};
 use clawrl_runtime::link::{Link, LinkError};
 use serialport::SerialPort;
 
@@ -47,29 +47,27 @@ const ANSWER_WAIT: Duration = Duration::from_millis(15);
 /// passed: the line was full).
 pub const EXCHANGE_US: u64 = 4_000;
 
-/// The HIL Sensors block (`board::HIL_SENSORS`) for one reading: positions 0.1 mrad and
-/// currents mA per servo, gyro mrad/s, accelerometer 0.01 m/s^2, supply mV. An IMU that does
-/// not answer writes zeros (the board's stale rule covers a simulator that stops instead).
+/// The HIL Sensors block (`board::HIL_SENSORS`) for one reading, in the scales of
+/// `clawrl_protocol::units::registers` (positions 0.1 mrad and currents mA per servo, gyro
+/// mrad/s, accelerometer 0.01 m/s^2), supply mV. An IMU that does not answer writes
+/// [`board::HIL_IMU_SILENT`] into the accelerometer's x (the board's stale rule covers a
+/// simulator that stops instead).
 pub fn encode_sensors(r: &PlantReading) -> [u8; board::HIL_SENSORS_LEN as usize] {
     let mut b = [0u8; board::HIL_SENSORS_LEN as usize];
-    let mut put = |k: usize, v: f32, scale: f32| {
-        // Clamped short of i16::MIN, which is kept for a silent IMU.
-        let q = (v * scale)
-            .round()
-            .clamp(-f32::from(i16::MAX), f32::from(i16::MAX)) as i16;
-        b[k..k + 2].copy_from_slice(&q.to_le_bytes());
+    let mut put = |k: usize, v: f32, per_unit: f32| {
+        b[k..k + 2].copy_from_slice(&registers::encode_hil(v, per_unit).to_le_bytes());
     };
     for (i, s) in r.servos.iter().enumerate() {
-        put(4 * i, s.position_rad, 1e4);
-        put(4 * i + 2, s.current_ma, 1.0);
+        put(4 * i, s.position_rad, registers::HIL_POSITION_PER_RAD);
+        put(4 * i + 2, s.current_ma, registers::HIL_CURRENT_PER_MA);
     }
     let gyro = (board::HIL_GYRO - board::HIL_SENSORS) as usize;
     let accel = (board::HIL_ACCEL - board::HIL_SENSORS) as usize;
     match &r.imu {
         Some(imu) => {
             for k in 0..3 {
-                put(gyro + 2 * k, imu.gyro_rad_s[k], 1e3);
-                put(accel + 2 * k, imu.accel_m_s2[k], 1e2);
+                put(gyro + 2 * k, imu.gyro_rad_s[k], registers::GYRO_PER_RAD_S);
+                put(accel + 2 * k, imu.accel_m_s2[k], registers::ACCEL_PER_M_S2);
             }
         }
         None => b[accel..accel + 2].copy_from_slice(&board::HIL_IMU_SILENT.to_le_bytes()),

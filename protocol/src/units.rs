@@ -39,6 +39,26 @@ pub mod registers {
     pub const GYRO_RAD_S: f64 = 1e-3;
     pub const ACCEL_M_S2: f64 = 0.01;
     pub const QUAT: f64 = 1.0 / 16384.0;
+    /// HIL Sensors (`board::HIL_SENSORS`): position LSB per rad (0.1 mrad) and current LSB per
+    /// mA; its gyro and accelerometer use the scales above.
+    pub const HIL_POSITION_PER_RAD: f32 = 1e4;
+    pub const HIL_CURRENT_PER_MA: f32 = 1.0;
+
+    /// `value` in a register of `per_unit` LSB per unit, rounded and saturating.
+    pub fn encode(value: f32, per_unit: f32) -> i16 {
+        i16_register(value * per_unit)
+    }
+
+    /// A HIL Sensors value: as [`encode`], but saturating short of `i16::MIN`, which the
+    /// block keeps for a silent IMU (`board::HIL_IMU_SILENT`).
+    pub fn encode_hil(value: f32, per_unit: f32) -> i16 {
+        encode(value, per_unit).max(-i16::MAX)
+    }
+
+    /// The value a register of `per_unit` LSB per unit holds.
+    pub fn decode(raw: i16, per_unit: f32) -> f32 {
+        f32::from(raw) / per_unit
+    }
 
     /// A value rounded into an i16 register, saturating.
     pub fn i16_register(v: f32) -> i16 {

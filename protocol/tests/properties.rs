@@ -258,3 +258,54 @@ fn a_false_header_cannot_swallow_the_packet_behind_it() {
     let packets = decode_stream(&mut decoder, &stream);
     assert_eq!(packets, vec![(7, 0x01, vec![])]);
 }
+
+/// The board's register codec: every named scale round-trips a value inside its register's
+/// range to within half an LSB, and saturates outside it; a HIL value never takes the silent
+/// IMU's code.
+mod register_codec {
+    use clawrl_protocol::table::board;
+    use clawrl_protocol::units::registers::{self, decode, encode, encode_hil};
+    use proptest::prelude::*;
+
+    const SCALES: [(&str, f32); 5] = [
+        ("gyro", registers::GYRO_PER_RAD_S),
+        ("accelerometer", registers::ACCEL_PER_M_S2),
+        ("quaternion", registers::QUAT_PER_UNIT),
+        ("HIL position", registers::HIL_POSITION_PER_RAD),
+        ("HIL current", registers::HIL_CURRENT_PER_MA),
+    ];
+
+    proptest! {
+        #[test]
+        fn values_in_range_round_trip_within_half_an_lsb(k in 0usize..5, x in -1.0f32..1.0) {
+            let (name, per_unit) = SCALES[k];
+            let v = x * (f32::from(i16::MAX) - 1.0) / per_unit;
+            let back = decode(encode(v, per_unit), per_unit);
+            prop_assert!((back - v).abs() <= 0.5 / per_unit * 1.001, "{name}: {v} -> {back}");
+            prop_assert_eq!(encode_hil(v, per_unit), encode(v, per_unit));
+        }
+
+        #[test]
+        fn values_out_of_range_saturate(k in 0usize..5, x in 1.01f32..1e6, negative: bool) {
+            let (name, per_unit) = SCALES[k];
+            let v = if negative { -x } else { x } * f32::from(i16::MAX) / per_unit;
+            let want = if negative { i16::MIN } else { i16::MAX };
+            prop_assert_eq!(encode(v, per_unit), want, "{}", name);
+            let hil = encode_hil(v, per_unit);
+            prop_assert_ne!(hil, board::HIL_IMU_SILENT, "{}", name);
+        }
+    }
+
+    /// The scales the runtime decodes with (SI per LSB) are the inverses of the ones the
+    /// firmware encodes with.
+    #[test]
+    fn decode_scales_invert_encode_scales() {
+        for (per_unit, per_lsb) in [
+            (registers::GYRO_PER_RAD_S, registers::GYRO_RAD_S),
+            (registers::ACCEL_PER_M_S2, registers::ACCEL_M_S2),
+            (registers::QUAT_PER_UNIT, registers::QUAT),
+        ] {
+            assert!((f64::from(per_unit) * per_lsb - 1.0).abs() < 1e-12);
+        }
+    }
+}

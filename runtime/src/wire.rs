@@ -3,14 +3,10 @@
 //! values, and servo targets in radians encoded as Goal Position ticks that can never leave the
 //! joint limits, not even by the half tick rounding could add.
 use clawrl_protocol::table::board;
+use clawrl_protocol::units::registers::{ACCEL_M_S2, GYRO_RAD_S, QUAT};
 use clawrl_protocol::units::{self, ids};
 use clawrl_robot::OnboardSensors;
 use clawrl_robot::quadruped::NUM_SERVOS;
-
-/// Scale of the board's IMU registers (protocol/src/table/board.rs).
-const GYRO_RAD_S: f64 = 1e-3;
-const ACCEL_M_S2: f64 = 0.01;
-const QUAT: f64 = 1.0 / 16384.0;
 
 /// One reading of the whole robot.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
