@@ -113,6 +113,37 @@ impl Ppo {
     }
 }
 
+/// One mini-batch gathered from the rollout storage, row by row in the shuffled order: the
+/// buffers are reused across mini-batches and epochs.
+#[derive(Default)]
+struct MiniBatch {
+    actor_obs: Vec<f32>,
+    critic_obs: Vec<f32>,
+    actions: Vec<f32>,
+    log_probs: Vec<f32>,
+    advantages: Vec<f32>,
+    returns: Vec<f32>,
+    values: Vec<f32>,
+    /// The policy's mean and log std when it acted: the old distribution of the measured KL.
+    means: Vec<f32>,
+    log_stds: Vec<f32>,
+}
+
+impl MiniBatch {
+    fn gather(&mut self, s: &RolloutStorage, idx: &[usize]) {
+        let (da, dc, na) = (s.actor_dim, s.critic_dim, s.action_dim);
+        gather(&s.actor_obs, da, idx, &mut self.actor_obs);
+        gather(&s.critic_obs, dc, idx, &mut self.critic_obs);
+        gather(&s.actions, na, idx, &mut self.actions);
+        gather(&s.log_probs, 1, idx, &mut self.log_probs);
+        gather(&s.advantages, 1, idx, &mut self.advantages);
+        gather(&s.returns, 1, idx, &mut self.returns);
+        gather(&s.values, 1, idx, &mut self.values);
+        gather(&s.means, na, idx, &mut self.means);
+        gather(&s.log_stds, na, idx, &mut self.log_stds);
+    }
+}
+
 /// rsl_rl's KL-adaptive learning rate: a measured KL above twice `desired_kl` divides the
 /// rate by 1.5 (not below `min_learning_rate`), one below half of it (and above zero)
 /// multiplies it by 1.5 (not above `max_learning_rate`); otherwise, or for a non-finite KL, the
@@ -274,7 +305,7 @@ impl Algorithm for Ppo {
         let mut count = 0usize;
         // Seconds spent in forward + loss, backward, and clipping + optimiser step.
         let (mut t_loss, mut t_backward, mut t_optim) = (0.0, 0.0, 0.0);
-        let mut buf = vec![Vec::new(); 9];
+        let mut buf = MiniBatch::default();
         for _epoch in 0..c.num_learning_epochs {
             // Fisher-Yates permutation from the run's RNG.
             let mut perm: Vec<usize> = (0..total).collect();
@@ -283,26 +314,17 @@ impl Algorithm for Ppo {
             }
             for k in 0..c.num_mini_batches {
                 let idx = &perm[k * mb..(k + 1) * mb];
-                let s = &self.storage;
-                gather(&s.actor_obs, da, idx, &mut buf[0]);
-                gather(&s.critic_obs, dc, idx, &mut buf[1]);
-                gather(&s.actions, na, idx, &mut buf[2]);
-                gather(&s.log_probs, 1, idx, &mut buf[3]);
-                gather(&s.advantages, 1, idx, &mut buf[4]);
-                gather(&s.returns, 1, idx, &mut buf[5]);
-                gather(&s.values, 1, idx, &mut buf[6]);
-                gather(&s.means, na, idx, &mut buf[7]);
-                gather(&s.log_stds, na, idx, &mut buf[8]);
+                buf.gather(&self.storage, idx);
                 if c.normalize_advantage_per_mini_batch {
-                    normalize(&mut buf[4]);
+                    normalize(&mut buf.advantages);
                 }
-                let obs_a = Tensor::from_slice(&buf[0], (mb, da), &DEV)?;
-                let obs_c = Tensor::from_slice(&buf[1], (mb, dc), &DEV)?;
-                let actions = Tensor::from_slice(&buf[2], (mb, na), &DEV)?;
-                let old_logp = Tensor::from_slice(&buf[3], mb, &DEV)?;
-                let adv = Tensor::from_slice(&buf[4], mb, &DEV)?;
-                let returns = Tensor::from_slice(&buf[5], mb, &DEV)?;
-                let old_values = Tensor::from_slice(&buf[6], mb, &DEV)?;
+                let obs_a = Tensor::from_slice(&buf.actor_obs, (mb, da), &DEV)?;
+                let obs_c = Tensor::from_slice(&buf.critic_obs, (mb, dc), &DEV)?;
+                let actions = Tensor::from_slice(&buf.actions, (mb, na), &DEV)?;
+                let old_logp = Tensor::from_slice(&buf.log_probs, mb, &DEV)?;
+                let adv = Tensor::from_slice(&buf.advantages, mb, &DEV)?;
+                let returns = Tensor::from_slice(&buf.returns, mb, &DEV)?;
+                let old_values = Tensor::from_slice(&buf.values, mb, &DEV)?;
 
                 let t0 = std::time::Instant::now();
                 let dist = self.policy.distribution(&obs_a)?;
@@ -313,8 +335,8 @@ impl Algorithm for Ppo {
                 for r in 0..mb {
                     let q = r * na..(r + 1) * na;
                     kl += distribution::kl_row(
-                        &buf[7][q.clone()],
-                        &buf[8][q.clone()],
+                        &buf.means[q.clone()],
+                        &buf.log_stds[q.clone()],
                         &new_mean[q.clone()],
                         &new_ls[q],
                     );
