@@ -353,3 +353,43 @@ fn the_readme_counts_the_hil_scenarios_there_are() {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     assert!(readme.contains(&said), "README.md does not say {said:?}");
 }
+
+/// A binary run outside the tree it was built in finds the robot's files under CLAWRL_ROOT
+/// (here a copy of the task file and the model, the command run from another folder), and
+/// says where it looked when they are not there.
+#[test]
+fn clawrl_root_names_where_the_robots_files_are() {
+    let dir = tmp("clawrl-root");
+    let root = dir.join("installed");
+    for f in [
+        "configs/task/quadruped_flat.toml",
+        "sim/models/quadruped.xml",
+    ] {
+        std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+        std::fs::copy(repo().join(f), root.join(f)).unwrap();
+    }
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let simulate = |root: &std::path::Path| {
+        let mut c = clawrl(&["simulate", "--seconds", "0.2"]);
+        c.current_dir(&elsewhere).env("CLAWRL_ROOT", root);
+        c
+    };
+    let (out, _) = ok(&mut simulate(&root));
+    assert!(!out.is_empty());
+
+    // The model missing from the root: the error names the file and where it looked.
+    std::fs::remove_file(root.join("sim/models/quadruped.xml")).unwrap();
+    let e = fails(&mut simulate(&root));
+    assert!(
+        e.contains(&root.join("sim/models/quadruped.xml").display().to_string())
+            && e.contains(&format!("CLAWRL_ROOT={}", root.display())),
+        "{e}"
+    );
+    // An empty root: the task file is not there either.
+    let e = fails(&mut simulate(&dir.join("empty")));
+    assert!(
+        e.contains("configs/task/quadruped_flat.toml") && e.contains("CLAWRL_ROOT="),
+        "{e}"
+    );
+}

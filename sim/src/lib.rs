@@ -24,7 +24,8 @@ pub use env::{
 pub use error::SimError;
 pub use vec_env::{Batch, VecEnv};
 
-/// The repository root (the parent of this crate), against which config paths resolve.
+/// The source tree this binary was built from (the parent of this crate). Tests read fixtures
+/// from it; a program resolves the robot's files with [`resolve`], which looks elsewhere first.
 pub fn repo_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -32,7 +33,51 @@ pub fn repo_root() -> std::path::PathBuf {
         .to_path_buf()
 }
 
-/// Directory of the MJCF models shipped with the crate.
+/// Names the folder that holds clawrl's files (sim/models, configs, assets) for a binary run
+/// outside the tree it was built in (copied to another machine, installed).
+pub const ROOT_ENV: &str = "CLAWRL_ROOT";
+
+/// Where a relative path to one of clawrl's files is looked for, in order: [`ROOT_ENV`] alone
+/// when it is set; else the current directory, then the source tree the binary was built from.
+pub fn search_roots() -> Vec<std::path::PathBuf> {
+    if let Some(root) = std::env::var_os(ROOT_ENV) {
+        return vec![root.into()];
+    }
+    let mut roots: Vec<std::path::PathBuf> = std::env::current_dir().into_iter().collect();
+    roots.push(repo_root());
+    roots
+}
+
+/// `path` as given when absolute; else under the first of [`search_roots`] that has it, or under
+/// the first root when none has it (an error then names it, and [`roots_tried`] the others).
+pub fn resolve(path: &std::path::Path) -> std::path::PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    let roots = search_roots();
+    roots
+        .iter()
+        .map(|r| r.join(path))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| roots[0].join(path))
+}
+
+/// The folders [`resolve`] looked in, for an error message.
+pub fn roots_tried() -> String {
+    let roots: Vec<String> = search_roots()
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect();
+    match std::env::var_os(ROOT_ENV) {
+        Some(_) => format!("{ROOT_ENV}={}", roots[0]),
+        None => format!(
+            "the current directory, then the tree this binary was built in ({}; or set {ROOT_ENV})",
+            roots.join(", then ")
+        ),
+    }
+}
+
+/// Directory of the MJCF models shipped with the crate ([`resolve`]d).
 pub fn models_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models")
+    resolve(std::path::Path::new("sim/models"))
 }

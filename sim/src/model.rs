@@ -11,7 +11,10 @@ pub fn load(path: impl AsRef<Path>) -> Result<MjModel, SimError> {
     if !path.is_file() {
         return Err(SimError::ModelLoad {
             file: path.to_path_buf(),
-            reason: "no such file".into(),
+            reason: format!(
+                "no such file (a relative model path is looked for under {})",
+                crate::roots_tried()
+            ),
         });
     }
     MjModel::from_xml(path).map_err(|e| SimError::ModelLoad {

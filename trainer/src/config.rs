@@ -628,23 +628,19 @@ pub fn resolve(path: &str, run_file: &Path) -> PathBuf {
     }
 }
 
-/// A config path given on the command line: as given if it exists, else relative to the
-/// repository this binary was built from, so `clawrl` works outside the repository root too.
+/// A config path given on the command line, [`clawrl_sim::resolve`]d: so `clawrl` works outside
+/// the repository root, and a binary outside its build tree with `CLAWRL_ROOT`.
 pub fn find_config(path: &Path) -> Result<PathBuf, ConfigError> {
-    if path.exists() {
-        return Ok(path.to_path_buf());
-    }
-    let in_repo = clawrl_sim::repo_root().join(path);
-    if path.is_relative() && in_repo.exists() {
-        return Ok(in_repo);
+    let found = clawrl_sim::resolve(path);
+    if found.exists() {
+        return Ok(found);
     }
     Err(ConfigError {
         file: path.to_path_buf(),
         key: String::new(),
         reason: format!(
-            "no such file (relative paths are read from the current directory, then from the \
-             repository {}; run from the repository root or give the full path)",
-            clawrl_sim::repo_root().display()
+            "no such file (a relative path is looked for under {}; or give the full path)",
+            clawrl_sim::roots_tried()
         ),
     })
 }

@@ -6,7 +6,8 @@ use anyhow::Result;
 /// Stand the quadruped in the simulator and print a report.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Task file (relative paths are also looked up in the repository clawrl was built from).
+    /// Task file (a relative path is looked for in the current directory, then the tree clawrl
+    /// was built in; or under CLAWRL_ROOT alone when that is set).
     #[arg(long, default_value = "configs/task/quadruped_flat.toml")]
     task_config: PathBuf,
     /// Override one task key (task.* only). Repeatable.

@@ -188,7 +188,7 @@ impl TaskConfig {
     /// The shipped flat-ground task (`configs/task/quadruped_flat.toml`).
     pub fn flat() -> Result<Self, ConfigError> {
         Self::load(
-            crate::repo_root().join("configs/task/quadruped_flat.toml"),
+            crate::resolve(Path::new("configs/task/quadruped_flat.toml")),
             &[],
         )
     }
@@ -196,18 +196,14 @@ impl TaskConfig {
     /// The shipped slope task (`configs/task/quadruped_slopes.toml`).
     pub fn slopes() -> Result<Self, ConfigError> {
         Self::load(
-            crate::repo_root().join("configs/task/quadruped_slopes.toml"),
+            crate::resolve(Path::new("configs/task/quadruped_slopes.toml")),
             &[],
         )
     }
 
-    /// The model path, resolved against the repository root when relative.
+    /// The model path ([`crate::resolve`]d when relative).
     pub fn model_path(&self) -> PathBuf {
-        if self.env.model.is_absolute() {
-            self.env.model.clone()
-        } else {
-            crate::repo_root().join(&self.env.model)
-        }
+        crate::resolve(&self.env.model)
     }
 
     pub fn max_episode_steps(&self, physics_dt: f64) -> usize {
