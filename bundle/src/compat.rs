@@ -26,6 +26,8 @@ pub struct RobotSpec {
     pub control_rate_hz: f64,
     /// Largest `|scale|` of the action map (rad per unit of action) the robot accepts.
     pub max_action_scale: f64,
+    /// The rate limit the runtime puts on servo targets (rad/s; `safety.max_joint_speed`).
+    pub max_joint_speed: f64,
     /// Network kinds the robot can run.
     pub network_kinds: Vec<String>,
 }
@@ -82,6 +84,10 @@ pub enum Incompatible {
     },
     #[error("control_rate_hz is {bundle}, this robot runs at {robot} Hz")]
     ControlRate { bundle: f64, robot: f64 },
+    #[error(
+        "action.max_target_speed is {bundle} rad/s (the rate limit it was trained under), this robot's safety.max_joint_speed is {robot} rad/s"
+    )]
+    TargetSpeed { bundle: f64, robot: f64 },
     #[error("network.kind is {kind:?}, this robot runs {}", supported.join(", "))]
     NetworkKind {
         kind: String,
@@ -237,6 +243,16 @@ fn check_rate_and_network(m: &Manifest, robot: &RobotSpec) -> Result<(), Incompa
         return Err(Incompatible::ControlRate {
             bundle: m.control_rate_hz,
             robot: hz,
+        });
+    }
+    // A policy trained against one rate limit meets servos that lag (or lead) its targets
+    // otherwise under another.
+    if let Some(trained) = m.action.max_target_speed
+        && (trained - robot.max_joint_speed).abs() > 1e-9 * trained.abs().max(1.0)
+    {
+        return Err(Incompatible::TargetSpeed {
+            bundle: trained,
+            robot: robot.max_joint_speed,
         });
     }
     if !robot.network_kinds.contains(&m.network.kind) {

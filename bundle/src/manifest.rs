@@ -66,6 +66,12 @@ pub struct ActionSpec {
     pub names: Vec<String>,
     /// Action -> servo target; `None` for tasks without servos (cart-pole).
     pub map: Option<ActionMap>,
+    /// The rate limit on servo targets the policy was trained under (rad/s; the task's
+    /// `env.max_target_speed`): the runtime's `safety.max_joint_speed` must be the same, or
+    /// the policy meets servos that move otherwise than it learnt. Absent in bundles made
+    /// before it was recorded, and for tasks without servos.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_target_speed: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

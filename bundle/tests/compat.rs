@@ -18,6 +18,7 @@ fn robot() -> RobotSpec {
         layout: OnboardLayout::quadruped(),
         control_rate_hz: 50.0,
         max_action_scale: 1.0,
+        max_joint_speed: 6.0,
         network_kinds: vec!["mlp".into(), "gaussian_mlp".into()],
     }
 }
@@ -183,5 +184,28 @@ fn a_nan_scale_is_refused() {
     assert!(
         matches!(e, Incompatible::ActionScale { index: 0, .. }),
         "{e}"
+    );
+}
+
+/// The rate limit a policy was trained under travels with it: a bundle recorded with another
+/// limit than the robot's `safety.max_joint_speed` is refused, naming both; the same limit, or
+/// none recorded (a bundle made before it was), fits.
+#[test]
+fn a_bundle_trained_under_another_rate_limit_is_refused() {
+    fits(|m| m.action.max_target_speed = Some(6.0)).unwrap();
+    fits(|m| m.action.max_target_speed = None).unwrap();
+    let e = fits(|m| m.action.max_target_speed = Some(3.0)).unwrap_err();
+    assert_eq!(
+        e,
+        Incompatible::TargetSpeed {
+            bundle: 3.0,
+            robot: 6.0
+        }
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("action.max_target_speed is 3 rad/s")
+            && text.contains("safety.max_joint_speed is 6 rad/s"),
+        "{text}"
     );
 }

@@ -91,6 +91,7 @@ fn manifest(spec: &EnvSpec, history: usize, parts: &BundleParts) -> Manifest {
         action: ActionSpec {
             names: spec.action_names.clone(),
             map: spec.action_map.clone(),
+            max_target_speed: None,
         },
         control_rate_hz: 1.0 / spec.control_dt,
         network: parts.network.clone(),

@@ -228,6 +228,7 @@ impl RuntimeConfig {
             layout: OnboardLayout::quadruped(),
             control_rate_hz: self.control.rate_hz,
             max_action_scale: self.robot.max_action_scale,
+            max_joint_speed: self.safety.max_joint_speed,
             network_kinds: crate::inference::SUPPORTED_KINDS
                 .iter()
                 .map(|k| k.to_string())

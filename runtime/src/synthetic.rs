@@ -88,6 +88,8 @@ pub fn quadruped_parts(hidden: &[usize], history: usize, seed: u64) -> (Manifest
         action: ActionSpec {
             names: quadruped::servo_names(),
             map: Some(ActionMap::quadruped(0.3, 0.6, 5.0)),
+            // Not trained: no rate limit to hold the robot to.
+            max_target_speed: None,
         },
         control_rate_hz: 50.0,
         network: NetworkSpec {

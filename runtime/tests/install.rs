@@ -753,3 +753,61 @@ fn a_previous_record_that_does_not_match_its_bundle_is_refused() {
     let shown = ok(runtime(&["status", "--root"]).arg(&root));
     assert!(shown.contains("does not verify"), "{shown}");
 }
+
+/// The rate limit on servo targets the policy was trained under is in its manifest: a runtime
+/// config whose `safety.max_joint_speed` differs refuses the bundle at install (and at run),
+/// naming both; the shipped config, whose limit is the shipped task's, takes it.
+#[test]
+fn a_robot_config_with_another_rate_limit_refuses_the_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut m, t) = quadruped_parts(5);
+    m.action.max_target_speed = Some(6.0);
+    let bundle = write_bundle(&dir.path().join("b.clawrl"), &m, &t, None);
+    let shipped = RuntimeConfig::load(&robot_toml(), &[]).unwrap();
+    install::install(
+        &dir.path().join("ok"),
+        &bundle,
+        &Trust::default(),
+        &shipped.robot_spec(),
+    )
+    .unwrap();
+    let slower =
+        RuntimeConfig::load(&robot_toml(), &["safety.max_joint_speed=3.0".into()]).unwrap();
+    let e = install::install(
+        &dir.path().join("refused"),
+        &bundle,
+        &Trust::default(),
+        &slower.robot_spec(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("action.max_target_speed is 6 rad/s")
+            && e.contains("safety.max_joint_speed is 3 rad/s"),
+        "{e}"
+    );
+    let e = format!(
+        "{:#}",
+        clawrl_runtime::run::load_bundle(&slower, &bundle).unwrap_err()
+    );
+    assert!(e.contains("max_target_speed"), "{e}");
+    // And the shipped task trains under the shipped robot's limit (the runtime links no
+    // simulator: the task file's line, read as text).
+    let task =
+        std::fs::read_to_string(common::repo().join("configs/task/quadruped_flat.toml")).unwrap();
+    let line = task
+        .lines()
+        .find(|l| l.starts_with("max_target_speed"))
+        .unwrap();
+    let trained: f64 = line
+        .split('=')
+        .nth(1)
+        .unwrap()
+        .split('#')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(trained, shipped.safety.max_joint_speed);
+}

@@ -86,6 +86,7 @@ pub fn manifest(
         action: ActionSpec {
             names: spec.action_names.clone(),
             map: spec.action_map.clone(),
+            max_target_speed: cfg.task.as_ref().map(|t| t.env.max_target_speed),
         },
         control_rate_hz: 1.0 / spec.control_dt,
         network: parts.network.clone(),

@@ -115,7 +115,11 @@ fn manifest(
                 clip: 5.0,
             },
         },
-        action: ActionSpec { names, map },
+        action: ActionSpec {
+            names,
+            map,
+            max_target_speed: None,
+        },
         control_rate_hz: 50.0,
         network: NetworkSpec {
             kind: "mlp".into(),

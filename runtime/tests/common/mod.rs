@@ -86,6 +86,7 @@ pub fn quadruped_parts(seed: u64) -> (Manifest, Vec<Tensor>) {
         action: ActionSpec {
             names: quadruped::servo_names(),
             map: Some(ActionMap::quadruped(0.3, 0.6, 5.0)),
+            max_target_speed: None,
         },
         control_rate_hz: 50.0,
         network: NetworkSpec {
