@@ -146,7 +146,7 @@ fn simulate_works_from_outside_the_repository() {
         clawrl(&["simulate", "--task-config", "nope/none.toml"]).current_dir(std::env::temp_dir()),
     );
     assert!(
-        err.contains("nope/none.toml") && err.contains("repository"),
+        err.contains("nope/none.toml") && err.contains("built in") && err.contains("CLAWRL_ROOT"),
         "{err}"
     );
 }
