@@ -11,6 +11,9 @@ use clawrl_protocol::ErrorCode;
 use clawrl_protocol::table::{self, Field, LayoutError, board, servo};
 use clawrl_protocol::units::{self, ids, registers};
 
+// hil_sensors reads HIL currents without a scale.
+const _: () = assert!(registers::HIL_CURRENT_PER_MA == 1.0);
+
 pub const FIRMWARE_VERSION: u8 = 1;
 /// Largest table, so one buffer renders either.
 pub const MAX_TABLE_LEN: usize = board::TABLE_LEN as usize;
@@ -327,14 +330,16 @@ impl Controller {
         Ok(())
     }
 
-    /// The HIL Sensors block as written (see `board::HIL_SENSORS` for the units).
+    /// The HIL Sensors block as written (see `board::HIL_SENSORS` for the units; currents are
+    /// read as mA as they stand, which holds while [`registers::HIL_CURRENT_PER_MA`] is 1).
     fn hil_sensors(raw: &[u8]) -> Sensors {
         let i16_at = |k: usize| i16::from_le_bytes([raw[k], raw[k + 1]]) as f32;
         let servos = core::array::from_fn(|i| {
             let at = i * board::HIL_SERVO_ENTRY_LEN as usize;
             ServoSample {
                 position_rad: i16_at(at) / registers::HIL_POSITION_PER_RAD,
-                current_ma: i16_at(at + 2) / registers::HIL_CURRENT_PER_MA,
+                // One LSB is one mA (asserted below): no arithmetic to get wrong.
+                current_ma: i16_at(at + 2),
                 temperature_c: 35.0,
             }
         });
