@@ -19,7 +19,7 @@ use clawrl_robot::OnboardSensors;
 use clawrl_robot::quadruped::NUM_SERVOS;
 use serde::{Deserialize, Serialize};
 
-use crate::controller::{BoardCommand, Fault, Input, Output, Phase, SafetyConfig};
+use crate::controller::{BoardCommand, Input, Output, Phase, SafetyConfig};
 use crate::observation::FRAME_DIM;
 use crate::wire::BoardState;
 
@@ -106,25 +106,6 @@ impl Take<'_> {
     }
 }
 
-fn phase_from(code: u8) -> Option<Phase> {
-    Some(match code {
-        0 => Phase::TorqueOff,
-        1 => Phase::Standing,
-        2 => Phase::FadeIn,
-        3 => Phase::Running,
-        4 => Phase::Fault(Fault::NonFinite),
-        5 => Phase::Fault(Fault::Stale),
-        6 => Phase::Fault(Fault::Board),
-        7 => Phase::Fault(Fault::Inference),
-        8 => Phase::EStop,
-        9 => Phase::Lowering,
-        10 => Phase::Off,
-        11 => Phase::Halting,
-        12 => Phase::FadeOut,
-        _ => return None,
-    })
-}
-
 fn board_code(b: BoardCommand) -> u8 {
     match b {
         BoardCommand::None => 0,
@@ -202,7 +183,7 @@ impl Record {
             uptime_us,
             alert,
         };
-        let phase = phase_from(t.u8())?;
+        let phase = Phase::from_code(t.u8())?;
         let board = board_from(t.u8());
         let policy_ran = t.u8() != 0;
         let has_goals = t.u8() != 0;
@@ -470,6 +451,7 @@ fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::Fault;
 
     #[test]
     fn a_record_round_trips_bit_for_bit() {

@@ -1,0 +1,594 @@
+use std::cell::Cell;
+
+use clawrl_robot::quadruped::JOINT_LIMITS;
+
+use super::*;
+use crate::synthetic;
+
+/// A policy that returns `value` in every entry, or NaN from cycle `nan_from` on.
+struct Fixed {
+    value: f32,
+    nan_from: Option<u32>,
+    calls: Cell<u32>,
+}
+
+impl Act for Fixed {
+    fn act(&self, _obs: &[f32], out: &mut [f32]) -> Result<(), InferenceError> {
+        let n = self.calls.get();
+        self.calls.set(n + 1);
+        let nan = self.nan_from.is_some_and(|k| n >= k);
+        out.fill(if nan { f32::NAN } else { self.value });
+        Ok(())
+    }
+}
+
+fn cfg() -> SafetyConfig {
+    SafetyConfig {
+        rate_hz: 50.0,
+        stand_s: 0.2,
+        fade_s: 0.2,
+        halt_s: 0.2,
+        lower_s: 0.2,
+        max_joint_speed: 5.0,
+        tilt_limit: 45f64.to_radians(),
+        stale_cycles: 3,
+        joint_limits: JOINT_LIMITS,
+        command: [0.3, 0.0, 0.0],
+    }
+}
+
+fn controller(value: f32, nan_from: Option<u32>) -> Controller<Fixed> {
+    controller_with(value, nan_from, cfg())
+}
+
+fn controller_with(value: f32, nan_from: Option<u32>, cfg: SafetyConfig) -> Controller<Fixed> {
+    let (m, _) = synthetic::quadruped_parts(&[8], 0, 1);
+    let obs = ObservationBuilder::from_manifest(&m).unwrap();
+    let map = m.action.map.clone().unwrap();
+    let policy = Fixed {
+        value,
+        nan_from,
+        calls: Cell::new(0),
+    };
+    Controller::new(policy, obs, map, cfg)
+}
+
+fn reading(pose: [f64; NUM_SERVOS]) -> BoardState {
+    let mut s = BoardState::default();
+    s.sensors.quat = [1.0, 0.0, 0.0, 0.0];
+    s.sensors.joint_pos = pose;
+    s
+}
+
+fn fresh(c: &mut Controller<Fixed>, out: &mut Output, n: usize) -> Vec<Output> {
+    (0..n)
+        .map(|_| {
+            let pose = out.goals.unwrap_or(REST_POSE);
+            c.step(
+                &Input {
+                    state: Some(reading(pose)),
+                    stop: false,
+                },
+                out,
+            );
+            *out
+        })
+        .collect()
+}
+
+fn inside(g: &[f64; NUM_SERVOS]) -> bool {
+    g.iter()
+        .zip(JOINT_LIMITS)
+        .all(|(v, [lo, hi])| *v >= lo && *v <= hi)
+}
+
+#[test]
+fn start_up_runs_in_order_and_no_goal_moves_faster_than_the_rate_limit() {
+    // +5 is far outside the action clip: the targets sit on the joint limits.
+    let mut c = controller(5.0, None);
+    let mut out = Output::default();
+    let outs = fresh(&mut c, &mut out, 60);
+    let mut phases: Vec<Phase> = outs.iter().map(|o| o.phase).collect();
+    phases.dedup();
+    assert_eq!(
+        phases,
+        [Phase::Standing, Phase::FadeIn, Phase::Running],
+        "the first reading enables"
+    );
+    assert_eq!(outs[0].board, BoardCommand::Enable);
+    assert_eq!(
+        outs[0].goals,
+        Some(REST_POSE),
+        "torque on where the joints are"
+    );
+    let step = 5.0 / 50.0 + 1e-12;
+    let goals: Vec<_> = outs.iter().filter_map(|o| o.goals).collect();
+    for w in goals.windows(2) {
+        assert!(inside(&w[1]));
+        for i in 0..NUM_SERVOS {
+            assert!((w[1][i] - w[0][i]).abs() <= step, "servo {i}: {w:?}");
+        }
+    }
+    assert!(outs.iter().any(|o| o.limited > 0), "the rate limit acted");
+}
+
+#[test]
+fn the_rate_limit_follows_the_configured_rate() {
+    // The limit is max_joint_speed per second: per cycle 1/rate of it, at any rate (a
+    // period fixed at 1/50 s moves twice too fast at 100 Hz and half as fast at 25 Hz).
+    for rate_hz in [25.0, 100.0, 200.0] {
+        let mut c = controller_with(5.0, None, SafetyConfig { rate_hz, ..cfg() });
+        let mut out = Output::default();
+        let outs = fresh(&mut c, &mut out, (rate_hz * 1.0) as usize);
+        assert_eq!(out.phase, Phase::Running, "{rate_hz} Hz");
+        let step = 5.0 / rate_hz;
+        let goals: Vec<_> = outs.iter().filter_map(|o| o.goals).collect();
+        let fastest = goals
+            .windows(2)
+            .flat_map(|w| (0..NUM_SERVOS).map(move |i| (w[1][i] - w[0][i]).abs()))
+            .fold(0.0, f64::max);
+        assert!(
+            (fastest - step).abs() < 1e-9,
+            "{rate_hz} Hz: the fastest goal moved {fastest} rad in a cycle, the limit is {step}"
+        );
+    }
+}
+
+#[test]
+fn the_fade_in_blends_the_default_pose_into_the_policy_smoothly() {
+    // A long stand ends exactly on the default pose; a small action keeps every goal
+    // under the rate limit, so the goals are the blend itself.
+    let mut c = controller_with(
+        0.3,
+        None,
+        SafetyConfig {
+            stand_s: 2.0,
+            ..cfg()
+        },
+    );
+    let mut out = Output::default();
+    let outs = fresh(&mut c, &mut out, 200);
+    let fade: Vec<&Output> = outs.iter().filter(|o| o.phase == Phase::FadeIn).collect();
+    let running: Vec<&Output> = outs.iter().filter(|o| o.phase == Phase::Running).collect();
+    let n = cfg().cycles(cfg().fade_s);
+    assert_eq!(fade.len(), n as usize + 1, "fade_s at rate_hz, both ends");
+    let targets = running[0].goals.unwrap();
+    assert!(
+        running
+            .iter()
+            .all(|o| o.goals == Some(targets) && o.limited == 0)
+    );
+    let apart = (0..NUM_SERVOS)
+        .map(|i| (targets[i] - DEFAULT_POSE[i]).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        apart > 0.05,
+        "the policy's pose is {apart} rad from the default"
+    );
+    for (k, o) in fade.iter().enumerate() {
+        assert!(o.policy_ran && o.limited == 0, "cycle {k}: {o:?}");
+        let t = k as f64 / f64::from(n);
+        let w = t * t * (3.0 - 2.0 * t);
+        let g = o.goals.unwrap();
+        for i in 0..NUM_SERVOS {
+            let want = DEFAULT_POSE[i] + (targets[i] - DEFAULT_POSE[i]) * w;
+            assert!(
+                (g[i] - want).abs() < 1e-12,
+                "cycle {k} of the fade-in, servo {i}: {} rad, the blend is {want}",
+                g[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_non_finite_reading_while_running_latches_the_fault_and_holds() {
+    // The stand-in policy answers finite actions whatever it is fed: only the check on
+    // the observation stands between a broken reading and the servos.
+    type Spoil = fn(&mut BoardState);
+    let spoils: [(&str, Spoil); 6] = [
+        ("NaN joint position", |s| s.sensors.joint_pos[3] = f64::NAN),
+        ("+inf joint position", |s| {
+            s.sensors.joint_pos[0] = f64::INFINITY
+        }),
+        ("-inf joint velocity", |s| {
+            s.sensors.joint_vel[7] = f64::NEG_INFINITY
+        }),
+        ("NaN joint velocity", |s| s.sensors.joint_vel[2] = f64::NAN),
+        ("inf gyro", |s| s.sensors.gyro[1] = f64::INFINITY),
+        ("NaN accelerometer", |s| s.sensors.acc[2] = f64::NAN),
+    ];
+    for (what, spoil) in spoils {
+        let mut c = controller(0.1, None);
+        let mut out = Output::default();
+        fresh(&mut c, &mut out, 40);
+        assert_eq!(out.phase, Phase::Running, "{what}");
+        let held = out.goals.unwrap();
+        let calls = c.policy().calls.get();
+        let mut bad = reading(held);
+        spoil(&mut bad);
+        c.step(
+            &Input {
+                state: Some(bad),
+                stop: false,
+            },
+            &mut out,
+        );
+        assert_eq!(out.phase, Phase::Fault(Fault::NonFinite), "{what}");
+        assert_eq!(out.goals, Some(held), "{what}: the last goal held");
+        assert_eq!(
+            c.policy().calls.get(),
+            calls,
+            "{what}: the policy was not fed it"
+        );
+        // Latched: good readings after it do not bring the policy back.
+        let after = fresh(&mut c, &mut out, 20);
+        for o in after {
+            assert_eq!(o.phase, Phase::Fault(Fault::NonFinite), "{what}");
+            assert_eq!(o.goals, Some(held), "{what}");
+        }
+        assert_eq!(c.policy().calls.get(), calls, "{what}");
+    }
+}
+
+#[test]
+fn a_stop_while_running_halts_fades_out_to_the_default_pose_then_lowers() {
+    use clawrl_robot::observation::offsets::COMMAND;
+    let mut c = controller(0.2, None);
+    let mut out = Output::default();
+    fresh(&mut c, &mut out, 40);
+    assert_eq!(out.phase, Phase::Running);
+    assert_ne!(
+        out.frame[COMMAND], 0.0,
+        "the configured command while running"
+    );
+    let policy_targets = out.goals.unwrap();
+    let mut outs = Vec::new();
+    for _ in 0..60 {
+        let pose = out.goals.unwrap_or(REST_POSE);
+        let input = Input {
+            state: Some(reading(pose)),
+            stop: true,
+        };
+        c.step(&input, &mut out);
+        outs.push(out);
+        if out.done {
+            break;
+        }
+    }
+    let mut phases: Vec<Phase> = outs.iter().map(|o| o.phase).collect();
+    phases.dedup();
+    assert_eq!(
+        phases,
+        [Phase::Halting, Phase::FadeOut, Phase::Lowering, Phase::Off]
+    );
+    let halting: Vec<_> = outs.iter().filter(|o| o.phase == Phase::Halting).collect();
+    // cycles(0.2 s) at 50 Hz is 10, and the phase's last cycle is the 11th.
+    assert_eq!(halting.len(), 11);
+    for o in &halting {
+        assert!(o.policy_ran, "the policy goes on running");
+        assert_eq!(
+            o.frame[COMMAND..COMMAND + 3],
+            [0.0; 3],
+            "with a zero command"
+        );
+        assert_eq!(
+            o.goals,
+            Some(policy_targets),
+            "and its targets are the goals"
+        );
+    }
+    let fade: Vec<_> = outs.iter().filter(|o| o.phase == Phase::FadeOut).collect();
+    assert_eq!(fade.len(), 11);
+    // Onto the default pose, give or take the rate limit's lag behind the blend.
+    let off = |o: &Output, pose: [f64; NUM_SERVOS]| {
+        o.goals
+            .unwrap()
+            .iter()
+            .zip(pose)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max)
+    };
+    let end = off(fade.last().unwrap(), DEFAULT_POSE);
+    assert!(
+        end < 0.01,
+        "the fade-out ends {end} rad from the default pose"
+    );
+    let lower: Vec<_> = outs.iter().filter(|o| o.phase == Phase::Lowering).collect();
+    let end = off(lower.last().unwrap(), REST_POSE);
+    assert!(end < 0.01, "the lowering ends {end} rad from the rest pose");
+    assert_eq!(out.board, BoardCommand::Disable);
+    let step = 5.0 / 50.0 + 1e-12;
+    let goals: Vec<_> = outs.iter().filter_map(|o| o.goals).collect();
+    for w in goals.windows(2) {
+        assert!(w[0].iter().zip(w[1]).all(|(a, b)| (a - b).abs() <= step));
+    }
+}
+
+#[test]
+fn a_stop_before_the_policy_runs_lowers_straight_away() {
+    let mut c = controller(0.2, None);
+    let mut out = Output::default();
+    fresh(&mut c, &mut out, 5);
+    assert_eq!(out.phase, Phase::Standing);
+    let pose = out.goals.unwrap();
+    c.step(
+        &Input {
+            state: Some(reading(pose)),
+            stop: true,
+        },
+        &mut out,
+    );
+    assert_eq!(out.phase, Phase::Lowering);
+}
+
+#[test]
+fn stricter_configured_limits_win_over_the_bundle_map() {
+    let (m, _) = synthetic::quadruped_parts(&[8], 0, 1);
+    let mut cfg = cfg();
+    cfg.joint_limits[1] = [0.5, 1.0];
+    let policy = Fixed {
+        value: 5.0,
+        nan_from: None,
+        calls: Cell::new(0),
+    };
+    let obs = ObservationBuilder::from_manifest(&m).unwrap();
+    let mut c = Controller::new(policy, obs, m.action.map.clone().unwrap(), cfg);
+    let mut out = Output::default();
+    let outs = fresh(&mut c, &mut out, 60);
+    let g: Vec<f64> = outs.iter().filter_map(|o| o.goals).map(|g| g[1]).collect();
+    assert!(g.iter().all(|v| (0.5..=1.0).contains(v)), "{g:?}");
+    assert_eq!(
+        *g.last().unwrap(),
+        1.0,
+        "the policy pushes against the limit"
+    );
+}
+
+#[test]
+fn a_reading_outside_the_limits_starts_from_the_nearest_limit() {
+    let mut c = controller(0.0, None);
+    let mut out = Output::default();
+    let mut pose = DEFAULT_POSE;
+    pose[2] = 0.5; // knee past its upper limit (-0.6)
+    pose[0] = f64::NAN;
+    c.step(
+        &Input {
+            state: Some(reading(pose)),
+            stop: false,
+        },
+        &mut out,
+    );
+    let g = out.goals.unwrap();
+    assert_eq!(g[2], JOINT_LIMITS[2][1]);
+    assert_eq!(
+        g[0], 0.0,
+        "a NaN reading starts from the middle of its range"
+    );
+}
+
+#[test]
+fn a_nan_action_latches_the_fault_and_holds_the_last_goal() {
+    let mut c = controller(0.1, Some(15));
+    let mut out = Output::default();
+    let outs = fresh(&mut c, &mut out, 40);
+    let first = outs
+        .iter()
+        .position(|o| o.phase == Phase::Fault(Fault::NonFinite))
+        .unwrap();
+    let held = outs[first - 1].goals.unwrap();
+    assert!(outs[first..].iter().all(|o| o.goals == Some(held)));
+    assert!(outs[first..].iter().all(|o| o.phase == outs[first].phase));
+    // A stop lowers it from the held goal and switches the torque off.
+    let mut n = 0;
+    while !out.done {
+        c.step(
+            &Input {
+                state: Some(reading(held)),
+                stop: true,
+            },
+            &mut out,
+        );
+        n += 1;
+        assert!(n < 100);
+    }
+    assert_eq!(out.board, BoardCommand::Disable);
+}
+
+#[test]
+fn a_tilt_past_the_limit_latches_the_e_stop() {
+    let mut c = controller(0.0, None);
+    let mut out = Output::default();
+    fresh(&mut c, &mut out, 30);
+    let mut fallen = reading(DEFAULT_POSE);
+    let a = 60f64.to_radians() / 2.0;
+    fallen.sensors.quat = [a.cos(), a.sin(), 0.0, 0.0];
+    c.step(
+        &Input {
+            state: Some(fallen),
+            stop: false,
+        },
+        &mut out,
+    );
+    assert_eq!(
+        (out.phase, out.board, out.goals),
+        (Phase::EStop, BoardCommand::EStop, None)
+    );
+    // Upright again: still e-stopped, still telling the board.
+    let outs = fresh(&mut c, &mut out, 5);
+    assert!(
+        outs.iter()
+            .all(|o| o.phase == Phase::EStop && o.board == BoardCommand::EStop)
+    );
+    c.step(
+        &Input {
+            state: None,
+            stop: true,
+        },
+        &mut out,
+    );
+    assert_eq!(
+        (out.phase, out.board, out.done),
+        (Phase::Off, BoardCommand::Disable, true)
+    );
+}
+
+#[test]
+fn missing_readings_become_the_stale_fault_after_the_configured_cycles() {
+    let mut c = controller(0.0, None);
+    let mut out = Output::default();
+    fresh(&mut c, &mut out, 30);
+    let last = out.goals.unwrap();
+    let none = Input {
+        state: None,
+        stop: false,
+    };
+    c.step(&none, &mut out);
+    c.step(&none, &mut out);
+    assert_eq!(
+        out.phase,
+        Phase::Running,
+        "two missing readings are tolerated"
+    );
+    c.step(&none, &mut out);
+    assert_eq!(out.phase, Phase::Fault(Fault::Stale));
+    assert!(out.goals.is_some());
+    // Fresh readings again do not bring the policy back.
+    fresh(&mut c, &mut out, 5);
+    assert_eq!(out.phase, Phase::Fault(Fault::Stale));
+    let _ = last;
+}
+
+#[test]
+fn the_board_alert_bit_hands_over_to_the_board() {
+    let mut c = controller(0.0, None);
+    let mut out = Output::default();
+    fresh(&mut c, &mut out, 30);
+    let mut s = reading(out.goals.unwrap());
+    s.alert = true;
+    c.step(
+        &Input {
+            state: Some(s),
+            stop: false,
+        },
+        &mut out,
+    );
+    assert_eq!((out.phase, out.goals), (Phase::Fault(Fault::Board), None));
+}
+
+#[test]
+fn the_code_table_reads_both_ways() {
+    for p in PHASES {
+        assert_eq!(Phase::from_code(p.code()), Some(p), "{p:?}");
+    }
+    for c in 0..=u8::MAX {
+        assert!(
+            Phase::from_code(c).is_none_or(|p| p.code() == c),
+            "code {c}"
+        );
+    }
+    let known = (0..=u8::MAX).filter_map(Phase::from_code).count();
+    assert_eq!(known, PHASES.len(), "one code per phase, none shared");
+    // The codes in old logs: a phase keeps its code whatever the lifecycle order.
+    assert_eq!(
+        PHASES.map(Phase::code),
+        [0, 1, 2, 3, 11, 12, 9, 10, 4, 5, 6, 7, 8]
+    );
+}
+
+/// `next` from `phase` on `events`, in whatever order they are listed.
+fn after(phase: Phase, events: &[Event]) -> Phase {
+    let reversed: Vec<Event> = events.iter().rev().copied().collect();
+    let to = next(phase, Events::of(events));
+    assert_eq!(
+        to,
+        next(phase, Events::of(&reversed)),
+        "{phase:?} {events:?}"
+    );
+    to
+}
+
+#[test]
+fn the_events_apply_in_the_listed_order() {
+    use Event::*;
+    let non_finite = Phase::Fault(Fault::NonFinite);
+    let cases = [
+        // The stop first: the checks watch the phase it leads to.
+        (Phase::Running, &[Stop, Tilt][..], Phase::EStop),
+        (Phase::Running, &[Stop, Alert], Phase::Fault(Fault::Board)),
+        (Phase::Running, &[Stop, Stale], Phase::Fault(Fault::Stale)),
+        (Phase::Halting, &[Stop, Tilt], Phase::EStop),
+        (Phase::Standing, &[Stop, Tilt], Phase::EStop),
+        (non_finite, &[Stop, Tilt], Phase::EStop),
+        (non_finite, &[Tilt], non_finite),
+        (Phase::EStop, &[Stop, Tilt], Phase::Off),
+        // Among the checks the first wins.
+        (Phase::Running, &[Tilt, Alert], Phase::EStop),
+        (Phase::Lowering, &[Alert, Tilt], Phase::EStop),
+        // The timers only in a phase nothing moved this cycle.
+        (Phase::Standing, &[Elapsed, Stop], Phase::Lowering),
+        (Phase::FadeIn, &[Elapsed, Stop], Phase::Lowering),
+        (Phase::Standing, &[Elapsed, Tilt], Phase::EStop),
+        (Phase::Halting, &[Elapsed, Stop], Phase::FadeOut),
+        (Phase::TorqueOff, &[Ready, Stop], Phase::Off),
+        // The policy's faults last, in the phase the others left.
+        (Phase::Running, &[Stop, NonFinite], non_finite),
+        (Phase::Standing, &[Elapsed, NonFinite], non_finite),
+        (Phase::Running, &[Stop, Tilt, NonFinite], Phase::EStop),
+    ];
+    for (from, events, to) in cases {
+        assert_eq!(after(from, events), to, "{from:?} on {events:?}");
+    }
+}
+
+/// A reading tipped 60 degrees about x: past the 45 degree limit of `cfg()`.
+fn fallen(pose: [f64; NUM_SERVOS]) -> BoardState {
+    let mut s = reading(pose);
+    let a = 60f64.to_radians() / 2.0;
+    s.sensors.quat = [a.cos(), a.sin(), 0.0, 0.0];
+    s
+}
+
+#[test]
+fn a_tilt_during_the_halt_wins_over_the_stop() {
+    let mut c = controller(0.2, None);
+    let mut out = Output::default();
+    fresh(&mut c, &mut out, 40);
+    let stop = |s| Input {
+        state: Some(s),
+        stop: true,
+    };
+    c.step(&stop(reading(out.goals.unwrap())), &mut out);
+    assert_eq!(out.phase, Phase::Halting);
+    c.step(&stop(fallen(out.goals.unwrap())), &mut out);
+    assert_eq!(
+        (out.phase, out.board, out.goals),
+        (Phase::EStop, BoardCommand::EStop, None)
+    );
+}
+
+#[test]
+fn a_nan_and_a_stop_in_one_cycle_latch_the_fault_then_a_tilt_e_stops() {
+    let mut c = controller(0.1, None);
+    let mut out = Output::default();
+    fresh(&mut c, &mut out, 40);
+    assert_eq!(out.phase, Phase::Running);
+    let held = out.goals.unwrap();
+    let calls = c.policy().calls.get();
+    let mut bad = reading(held);
+    bad.sensors.joint_pos[3] = f64::NAN;
+    let stop = |s| Input {
+        state: Some(s),
+        stop: true,
+    };
+    // The stop halts; the policy, run in the halt, meets the NaN.
+    c.step(&stop(bad), &mut out);
+    assert_eq!(
+        (out.phase, out.goals),
+        (Phase::Fault(Fault::NonFinite), Some(held))
+    );
+    assert_eq!(c.policy().calls.get(), calls, "the policy was not fed it");
+    // The next stop lowers, and the checks watch the lowering from its first cycle.
+    c.step(&stop(fallen(held)), &mut out);
+    assert_eq!((out.phase, out.board), (Phase::EStop, BoardCommand::EStop));
+}
