@@ -22,7 +22,7 @@ pub struct RobotSpec {
     pub default_pose: Vec<f64>,
     /// The observation the robot computer builds.
     pub layout: OnboardLayout,
-    /// The control loop's rate (Hz).
+    /// The control loop's rate (Hz; the runtime's `control.rate_hz`).
     pub control_rate_hz: f64,
     /// Largest `|scale|` of the action map (rad per unit of action) the robot accepts.
     pub max_action_scale: f64,
@@ -82,7 +82,9 @@ pub enum Incompatible {
         scale: f64,
         max: f64,
     },
-    #[error("control_rate_hz is {bundle}, this robot runs at {robot} Hz")]
+    #[error(
+        "control_rate_hz is {bundle} Hz (the rate it was trained at), this robot's control.rate_hz is {robot} Hz"
+    )]
     ControlRate { bundle: f64, robot: f64 },
     #[error(
         "action.max_target_speed is {bundle} rad/s (the rate limit it was trained under), this robot's safety.max_joint_speed is {robot} rad/s"
@@ -239,6 +241,9 @@ fn check_action_map(map: &ActionMap, robot: &RobotSpec) -> Result<(), Incompatib
 fn check_rate_and_network(m: &Manifest, robot: &RobotSpec) -> Result<(), Incompatible> {
     let hz = robot.control_rate_hz;
     // The controller's timing, filters and the policy's dynamics all assume the trained rate.
+    // Every bundle records it (`control_rate_hz` is required), so unlike the rate limit below
+    // there is no old bundle to let through. The physics rate (`physics_rate_hz`) has no
+    // counterpart on the robot and is not compared.
     if (m.control_rate_hz - hz).abs() > 1e-9 * hz.abs().max(1.0) {
         return Err(Incompatible::ControlRate {
             bundle: m.control_rate_hz,
@@ -246,7 +251,8 @@ fn check_rate_and_network(m: &Manifest, robot: &RobotSpec) -> Result<(), Incompa
         });
     }
     // A policy trained against one rate limit meets servos that lag (or lead) its targets
-    // otherwise under another.
+    // otherwise under another. A bundle made before the limit was recorded (field absent) is
+    // accepted, as it was then.
     if let Some(trained) = m.action.max_target_speed
         && (trained - robot.max_joint_speed).abs() > 1e-9 * trained.abs().max(1.0)
     {

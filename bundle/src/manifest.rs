@@ -14,7 +14,15 @@ pub struct Manifest {
     pub robot: RobotInfo,
     pub observation: ObservationSpec,
     pub action: ActionSpec,
+    /// The rate the policy acts at (Hz; the task's `1 / (env.physics_dt * env.decimation)`):
+    /// the runtime's `control.rate_hz` must be the same (see [`crate::check_fits`]).
     pub control_rate_hz: f64,
+    /// The physics rate the policy was trained against (Hz; `1 / env.physics_dt`), a whole
+    /// multiple of `control_rate_hz`. The robot has no physics step to compare it with: it
+    /// travels so the bundle says what it was trained with (`clawrl verify` prints it). Absent
+    /// in bundles made before it was recorded, which still load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub physics_rate_hz: Option<f64>,
     pub network: NetworkSpec,
     pub provenance: Provenance,
 }
@@ -222,6 +230,20 @@ impl Manifest {
                 "control_rate_hz",
                 format!("{} must be > 0", self.control_rate_hz),
             );
+        }
+        if let Some(physics) = self.physics_rate_hz {
+            // physics_dt * decimation is the control period: a whole number of physics steps.
+            let steps = physics / self.control_rate_hz;
+            if !(physics.is_finite() && steps >= 1.0 - 1e-9 && (steps - steps.round()).abs() < 1e-6)
+            {
+                return fail(
+                    "physics_rate_hz",
+                    format!(
+                        "{physics} is not a whole multiple of control_rate_hz {}",
+                        self.control_rate_hz
+                    ),
+                );
+            }
         }
 
         let mut total = 0usize;

@@ -209,3 +209,33 @@ fn a_bundle_trained_under_another_rate_limit_is_refused() {
         "{text}"
     );
 }
+
+/// The control rate travels with the policy: a robot whose `control.rate_hz` is not the rate
+/// the bundle was trained at is refused, naming both keys and values; changing the robot side
+/// (not the bundle) is enough. The physics rate has no robot-side counterpart and is not
+/// compared: a bundle with any (or none, made before it was recorded) fits.
+#[test]
+fn a_robot_running_at_another_control_rate_is_refused() {
+    let (m, _) = common::quadruped();
+    assert_eq!(m.control_rate_hz, 50.0);
+    check_fits(&m, &robot()).unwrap();
+    let fast = RobotSpec {
+        control_rate_hz: 100.0,
+        ..robot()
+    };
+    let e = check_fits(&m, &fast).unwrap_err();
+    assert_eq!(
+        e,
+        Incompatible::ControlRate {
+            bundle: 50.0,
+            robot: 100.0
+        }
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("control_rate_hz is 50 Hz") && text.contains("control.rate_hz is 100 Hz"),
+        "{text}"
+    );
+    fits(|m| m.physics_rate_hz = None).unwrap();
+    fits(|m| m.physics_rate_hz = Some(500.0)).unwrap();
+}

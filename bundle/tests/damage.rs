@@ -232,6 +232,25 @@ fn a_changed_manifest_is_refused_by_integrity_and_a_bad_one_with_a_fresh_digest_
     }
 }
 
+/// A bundle made before the physics rate was recorded (its manifest without the key, under a
+/// digest of that manifest) still reads, with no physics rate; the one recorded reads back.
+#[test]
+fn a_manifest_without_the_physics_rate_still_reads() {
+    let (_dir, path) = written("q.clawrl", quadruped());
+    let b = read(&path, &Trust::default()).unwrap();
+    assert_eq!(b.manifest.physics_rate_hz, Some(250.0));
+    rewrite_metadata(&path, |m| {
+        let from = "\"physics_rate_hz\":250.0,";
+        assert!(m[KEY_MANIFEST].contains(from), "{}", m[KEY_MANIFEST]);
+        let j = m[KEY_MANIFEST].replacen(from, "", 1);
+        m.insert(KEY_SHA256.into(), hex(digest(FORMAT, &j, &b.tensors)));
+        m.insert(KEY_MANIFEST.into(), j);
+    });
+    let old = read(&path, &Trust::default()).unwrap();
+    assert_eq!(old.manifest.physics_rate_hz, None);
+    assert_eq!(old.manifest.control_rate_hz, 50.0);
+}
+
 fn hex(b: [u8; 32]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -86,7 +86,7 @@ fn a_write_into_a_missing_folder_is_a_write_failure() {
 #[test]
 fn manifest_check_names_the_failing_field() {
     type Edit = fn(&mut Manifest, &mut Vec<Tensor>);
-    let cases: [(&str, Edit); 14] = [
+    let cases: [(&str, Edit); 18] = [
         ("format_version", |m, _| m.format_version = 2),
         ("robot.mjcf_sha256", |m, _| {
             m.robot.mjcf_sha256 = "ABC".into()
@@ -125,6 +125,13 @@ fn manifest_check_names_the_failing_field() {
                 .unwrap()
         }),
         ("control_rate_hz", |m, _| m.control_rate_hz = 0.0),
+        // Not a whole number of physics steps per control step, or fewer than one.
+        ("physics_rate_hz", |m, _| m.physics_rate_hz = Some(120.0)),
+        ("physics_rate_hz", |m, _| m.physics_rate_hz = Some(25.0)),
+        ("physics_rate_hz", |m, _| m.physics_rate_hz = Some(f64::NAN)),
+        ("physics_rate_hz", |m, _| {
+            m.physics_rate_hz = Some(f64::INFINITY)
+        }),
         ("network.parameters", |_, t| {
             t.push(Tensor::new("extra", vec![2], vec![0.0; 2]));
         }),

@@ -50,7 +50,7 @@ fn tampers() -> Vec<(&'static str, Tamper, &'static str)> {
         (
             "100-hz",
             |m| m.control_rate_hz = 100.0,
-            "control_rate_hz is 100, this robot runs at 50 Hz",
+            "control_rate_hz is 100 Hz (the rate it was trained at), this robot's control.rate_hz is 50 Hz",
         ),
         (
             "action-scale-100",
@@ -155,6 +155,53 @@ fn verify_checks_the_robot_only_when_named() {
     assert!(
         err.contains("fast.clawrl is not for this robot: control_rate_hz is 100"),
         "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The other side of the control-rate check: the bundle untouched, the shipped robot config
+/// with `control.rate_hz` changed. The library check, `clawrl verify --robot` and `clawrl
+/// flash` all refuse it naming both keys and rates; under the shipped config it fits, and
+/// `clawrl verify` prints the rates it was trained at.
+#[test]
+fn a_robot_configured_for_another_control_rate_refuses_the_bundle() {
+    let dir = tmp("robot-fit-rate");
+    let root = dir.join("robot");
+    std::fs::create_dir_all(&root).unwrap();
+    let good = bundles::quadruped_bundle(&dir, 5);
+    let shipped = std::fs::read_to_string(robot_toml()).unwrap();
+    let from = "\nrate_hz = 50.0\n";
+    assert!(shipped.contains(from), "the shipped config runs at 50 Hz");
+    let fast = dir.join("robot-100hz.toml");
+    std::fs::write(&fast, shipped.replacen(from, "\nrate_hz = 100.0\n", 1)).unwrap();
+    let cfg = RuntimeConfig::load(&fast, &[]).unwrap();
+    assert_eq!(cfg.control.rate_hz, 100.0);
+
+    let words = "control_rate_hz is 50 Hz (the rate it was trained at), this robot's control.rate_hz is 100 Hz";
+    let read = clawrl_bundle::read(&good, &clawrl_bundle::Trust::default()).unwrap();
+    let library = clawrl_bundle::check_fits(&read.manifest, &cfg.robot_spec())
+        .unwrap_err()
+        .to_string();
+    assert!(library.contains(words), "{library}");
+    let verify = fails(clawrl(&["verify", "--robot"]).arg(&fast).arg(&good));
+    assert!(verify.contains(words), "{verify}");
+    let flash = fails(
+        clawrl(&["flash", "--robot"])
+            .arg(&fast)
+            .arg(&good)
+            .arg("--to")
+            .arg(&root),
+    );
+    assert!(flash.contains(words), "{flash}");
+    assert!(install::current_bundle(&root).is_err(), "nothing installed");
+
+    let (out, _) = ok(clawrl(&["verify", "--robot"]).arg(robot_toml()).arg(&good));
+    assert!(
+        out.contains(
+            "trained with: control 50 Hz (control_rate_hz), physics 250 Hz (physics_rate_hz), \
+             servo-target limit not recorded (action.max_target_speed)"
+        ),
+        "{out}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

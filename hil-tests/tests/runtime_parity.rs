@@ -94,6 +94,7 @@ fn manifest(spec: &EnvSpec, history: usize, parts: &BundleParts) -> Manifest {
             max_target_speed: None,
         },
         control_rate_hz: 1.0 / spec.control_dt,
+        physics_rate_hz: Some(1.0 / spec.physics_dt),
         network: parts.network.clone(),
         provenance: Provenance {
             train_config: String::new(),

@@ -92,6 +92,7 @@ pub fn quadruped_parts(hidden: &[usize], history: usize, seed: u64) -> (Manifest
             max_target_speed: None,
         },
         control_rate_hz: 50.0,
+        physics_rate_hz: None,
         network: NetworkSpec {
             kind: "gaussian_mlp".into(),
             policy_config,

@@ -364,7 +364,7 @@ fn check_bundle_names_the_field_that_differs() {
             },
         ),
         (
-            "control_rate_hz is 50, this robot runs at 100 Hz",
+            "control_rate_hz is 50 Hz (the rate it was trained at), this robot's control.rate_hz is 100 Hz",
             Box::new(|_| {}),
             RobotSpec {
                 control_rate_hz: 100.0,

@@ -60,6 +60,7 @@ impl CartPole {
             obs_names: names.iter().map(|s| s.to_string()).collect(),
             action_names: vec!["push".into()],
             control_dt: model.opt().timestep * DECIMATION as f64,
+            physics_dt: model.opt().timestep,
             max_episode_steps: MAX_STEPS,
             reward_terms: vec!["alive".into()],
             foot_names: Vec::new(),

@@ -15,6 +15,8 @@ pub struct EnvSpec {
     pub action_names: Vec<String>,
     /// Seconds between two `step` calls.
     pub control_dt: f64,
+    /// Seconds per physics step (MuJoCo's timestep); `control_dt` is a whole number of them.
+    pub physics_dt: f64,
     /// Steps after which an episode is truncated.
     pub max_episode_steps: usize,
     /// Names of the reward terms, in the order of [`EpisodeLog::terms`].

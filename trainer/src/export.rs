@@ -89,6 +89,7 @@ pub fn manifest(
             max_target_speed: cfg.task.as_ref().map(|t| t.env.max_target_speed),
         },
         control_rate_hz: 1.0 / spec.control_dt,
+        physics_rate_hz: Some(1.0 / spec.physics_dt),
         network: parts.network.clone(),
         provenance: Provenance {
             train_config: toml::to_string(cfg)?,

@@ -111,6 +111,10 @@ fn the_manifest_describes_the_quadruped_student() {
     let m = clawrl_trainer::export::manifest(&cfg, policy.as_ref(), &parts, None).unwrap();
     assert_eq!(m.robot.model, "claw_quadruped");
     assert_eq!(m.control_rate_hz, 50.0);
+    // env.physics_dt = 0.004 s, decimation 5: 250 Hz physics under the 50 Hz policy.
+    let physics = m.physics_rate_hz.expect("the physics rate is recorded");
+    assert!((physics - 250.0).abs() < 1e-9, "{physics}");
+    m.check(&parts.tensors).unwrap();
     assert_eq!(m.observation.layout.dim(), 60);
     assert_eq!(m.observation.stacked_dim(), 60 * 3);
     let map = m.action.map.as_ref().unwrap();

@@ -121,6 +121,7 @@ fn manifest(
             max_target_speed: None,
         },
         control_rate_hz: 50.0,
+        physics_rate_hz: Some(250.0),
         network: NetworkSpec {
             kind: "mlp".into(),
             policy_config: "hidden = [32]\nactivation = \"elu\"\n".into(),

@@ -55,8 +55,21 @@ pub fn run(a: Args) -> Result<()> {
         }
     );
     println!(
-        "  robot {} (MJCF sha256 {}), control {} Hz",
-        m.robot.model, m.robot.mjcf_sha256, m.control_rate_hz
+        "  robot {} (MJCF sha256 {})",
+        m.robot.model, m.robot.mjcf_sha256
+    );
+    // What it was trained with, which the robot must match (control rate, rate limit); a
+    // bundle made before a value was recorded says so.
+    let unrecorded = || "not recorded".to_string();
+    println!(
+        "  trained with: control {} Hz (control_rate_hz), physics {} (physics_rate_hz), \
+         servo-target limit {} (action.max_target_speed)",
+        m.control_rate_hz,
+        m.physics_rate_hz
+            .map_or_else(unrecorded, |hz| format!("{hz} Hz")),
+        m.action
+            .max_target_speed
+            .map_or_else(unrecorded, |v| format!("{v} rad/s")),
     );
     println!(
         "  observation: {:?}, {} values x {} frames, clip {}",

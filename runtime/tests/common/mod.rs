@@ -89,6 +89,7 @@ pub fn quadruped_parts(seed: u64) -> (Manifest, Vec<Tensor>) {
             max_target_speed: None,
         },
         control_rate_hz: 50.0,
+        physics_rate_hz: Some(250.0),
         network: NetworkSpec {
             kind: "gaussian_mlp".into(),
             policy_config,

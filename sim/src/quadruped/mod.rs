@@ -145,6 +145,7 @@ impl QuadrupedEnv {
             obs_names: observation::names(),
             action_names: servo_names(),
             control_dt: physics_dt * cfg.env.decimation as f64,
+            physics_dt,
             max_episode_steps: cfg.max_episode_steps(physics_dt),
             reward_terms: TERMS.iter().map(|t| t.to_string()).collect(),
             foot_names: foot_names(),
