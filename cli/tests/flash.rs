@@ -106,6 +106,18 @@ fn flash_refuses_a_bad_bundle_or_target_with_one_clear_line_and_touches_nothing(
         err.contains("--remote-trust") && err.contains("--trust"),
         "{err}"
     );
+    // So would a robot-side config.
+    let err = fails(
+        flash()
+            .arg(bundles::quadruped_bundle(&dir, 4))
+            .arg("--to")
+            .arg(&root)
+            .args(["--remote-config", "/etc/clawrl/robot.toml"]),
+    );
+    assert!(
+        err.contains("--remote-config") && err.contains("--robot"),
+        "{err}"
+    );
 
     assert_eq!(
         std::fs::read(install::current_bundle(&root).unwrap()).unwrap(),

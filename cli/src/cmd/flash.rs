@@ -33,6 +33,10 @@ pub struct Args {
     /// repeatable (remote targets only; refused for a directory, use --trust there).
     #[arg(long, value_name = "ROBOT_PATH")]
     remote_trust: Vec<String>,
+    /// The runtime config on the robot, passed to `clawrl-runtime install --config` (remote
+    /// targets only); without it the robot uses its default. The local check uses --robot.
+    #[arg(long, value_name = "ROBOT_PATH")]
+    remote_config: Option<String>,
     /// The robot's runtime config (TOML): the bundle must fit its `[robot]` section and control
     /// rate, checked here before anything is sent (the robot checks it again with its own).
     #[arg(
@@ -96,10 +100,19 @@ fn shell_quote(s: &str) -> String {
 /// install root (`mktemp`, mode 600 under umask 077: another user of the robot can neither
 /// predict its name nor swap its bytes before the install reads them, as they could in /tmp),
 /// the bundle written into it, `clawrl-runtime install` on it, and the file removed whatever
-/// the install says, keeping its exit status.
-pub fn remote_script(root: &str, remote_trust: &[String], require_signature: bool) -> String {
+/// the install says, keeping its exit status. `remote_config` is the install's `--config`
+/// (none: the robot's default).
+pub fn remote_script(
+    root: &str,
+    remote_trust: &[String],
+    require_signature: bool,
+    remote_config: Option<&str>,
+) -> String {
     let root = shell_quote(root);
     let mut install = format!("clawrl-runtime install \"$f\" --root {root}");
+    if let Some(c) = remote_config {
+        install.push_str(&format!(" --config {}", shell_quote(c)));
+    }
     for k in remote_trust {
         install.push_str(&format!(" --trust {}", shell_quote(k)));
     }
@@ -119,8 +132,9 @@ pub fn remote_command(
     root: &str,
     remote_trust: &[String],
     require_signature: bool,
+    remote_config: Option<&str>,
 ) -> Vec<OsString> {
-    let script = remote_script(root, remote_trust, require_signature);
+    let script = remote_script(root, remote_trust, require_signature, remote_config);
     vec!["ssh".into(), "--".into(), host.into(), script.into()]
 }
 
@@ -157,6 +171,12 @@ pub fn run(a: Args) -> Result<()> {
                  directory on this machine: trust keys here with --trust",
                 root.display()
             );
+            anyhow::ensure!(
+                a.remote_config.is_none(),
+                "--remote-config names a runtime config on a robot (user@host targets); --to {} \
+                 is a directory on this machine, checked against --robot",
+                root.display()
+            );
             let i = install::install(&root, &a.bundle, &trust, &robot)?;
             if i.already_current {
                 println!("already the current bundle, nothing changed: {i}");
@@ -172,7 +192,13 @@ pub fn run(a: Args) -> Result<()> {
             };
             let b = clawrl_bundle::read(&a.bundle, &local_trust)?;
             install::check_bundle(&b, &robot)?;
-            let argv = remote_command(&host, &root, &a.remote_trust, a.require_signature);
+            let argv = remote_command(
+                &host,
+                &root,
+                &a.remote_trust,
+                a.require_signature,
+                a.remote_config.as_deref(),
+            );
             run_argv(&argv, &a.bundle)?;
             println!(
                 "flashed {} (sha256 {}) to {host}:{root}",
@@ -233,6 +259,7 @@ mod tests {
             "/var/lib/clawrl",
             &["/etc/clawrl/me.pub".into()],
             true,
+            None,
         );
         assert_eq!(
             strings(&argv),
@@ -249,7 +276,7 @@ mod tests {
 
     #[test]
     fn a_root_with_shell_characters_is_quoted_for_the_remote_shell() {
-        let script = remote_script("/srv/my bundles;rm -rf ~", &[], false);
+        let script = remote_script("/srv/my bundles;rm -rf ~", &[], false, None);
         assert!(
             script.starts_with("umask 077 && mkdir -p '/srv/my bundles;rm -rf ~' && "),
             "{script}"
@@ -259,6 +286,39 @@ mod tests {
             "{script}"
         );
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+
+    /// `--remote-config` reaches the robot's install as `--config`, quoted for the remote shell
+    /// (a space and a `;` stay inside one word); without it the script is what it was.
+    #[test]
+    fn a_remote_config_is_passed_to_the_install_quoted() {
+        let plain = remote_script("/var/lib/clawrl", &[], false, None);
+        assert!(!plain.contains("--config"), "{plain}");
+        let with = remote_script(
+            "/var/lib/clawrl",
+            &[],
+            false,
+            Some("/etc/clawrl/robot.toml"),
+        );
+        assert_eq!(
+            with,
+            plain.replace(
+                "--root /var/lib/clawrl;",
+                "--root /var/lib/clawrl --config /etc/clawrl/robot.toml;"
+            )
+        );
+        let odd = remote_script(
+            "/var/lib/clawrl",
+            &["/etc/k.pub".into()],
+            true,
+            Some("/etc/my robot;rm -rf ~/it's.toml"),
+        );
+        assert!(
+            odd.contains(
+                r"--root /var/lib/clawrl --config '/etc/my robot;rm -rf ~/it'\''s.toml' --trust /etc/k.pub --require-signature;"
+            ),
+            "{odd}"
+        );
     }
 
     /// The script run by a real shell, with a stand-in `clawrl-runtime` on PATH that records
@@ -285,7 +345,7 @@ mod tests {
             .unwrap();
         let bundle = dir.join("b.clawrl");
         std::fs::write(&bundle, "the bundle's bytes").unwrap();
-        let script = remote_script(root.to_str().unwrap(), &[], false);
+        let script = remote_script(root.to_str().unwrap(), &[], false, None);
         let status = Command::new("sh")
             .args(["-c", &script])
             .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
