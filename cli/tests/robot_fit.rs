@@ -49,7 +49,11 @@ fn tampers() -> Vec<(&'static str, Tamper, &'static str)> {
         ),
         (
             "100-hz",
-            |m| m.control_rate_hz = 100.0,
+            |m| {
+                m.control_rate_hz = 100.0;
+                // Still a whole number of physics steps per control step.
+                m.physics_rate_hz = Some(500.0);
+            },
             "control_rate_hz is 100 Hz (the rate it was trained at), this robot's control.rate_hz is 50 Hz",
         ),
         (
@@ -149,6 +153,7 @@ fn verify_checks_the_robot_only_when_named() {
     let dir = tmp("robot-fit-verify");
     let (mut m, t) = bundles::quadruped_parts(3);
     m.control_rate_hz = 100.0;
+    m.physics_rate_hz = Some(500.0);
     let path = bundles::write_bundle(&dir.join("fast.clawrl"), &m, &t, None);
     ok(clawrl(&["verify"]).arg(&path));
     let err = fails(clawrl(&["verify", "--robot"]).arg(robot_toml()).arg(&path));
