@@ -29,3 +29,9 @@ fi
 [ -x scripts/setup-targets.sh ] && scripts/setup-targets.sh
 scripts/setup-cross.sh
 scripts/setup-mujoco.sh
+# strace lets runtime/tests/install_fsync.rs read the install's fsync and rename order from the
+# real binary's system calls; best effort: without it that test says it skipped.
+if ! command -v strace >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace; } ||
+        echo "bootstrap: could not install strace; the install's fsync-order test will skip" >&2
+fi
