@@ -43,7 +43,19 @@ impl Kind {
         !matches!(self, Kind::LinkLoss | Kind::EStop | Kind::NoisyLinkStops)
     }
 
-    /// Its gap to the pure simulation is measured over four seeds.
+    /// How many seeds a run covers, from the first. The walk over 16: whether a student sets
+    /// off from a stand can turn on a chaotic branch that differs between machines, so the bar
+    /// is a count over a window, not one seed's verdict. Turning, the push and the stall over
+    /// 4; the link and install faults check the safety path, not the gait: one.
+    pub fn seed_count(self) -> u64 {
+        match self {
+            Kind::Walk => 16,
+            Kind::Turn | Kind::Push | Kind::Stall => 4,
+            _ => 1,
+        }
+    }
+
+    /// Its gap to the pure simulation is measured over its seeds.
     pub fn gap_measured(self) -> bool {
         matches!(self, Kind::Walk | Kind::Turn)
     }
@@ -486,15 +498,33 @@ pub fn compare(o: &Outcome, setup: &Setup) -> Result<Comparison> {
     Ok(Comparison { hil, sim })
 }
 
-/// Bound of the sim-to-HIL gap (over seeds, see [`gap_checks`]). The goal is a gap under
-/// 10 %; measured on the fixture, 6 % to 27 % from run to run (the loop walks faster than the
-/// pure simulation, and answer timeouts on a loaded machine make lockstep runs differ;
-/// BENCHMARKS.md, "Hardware in the loop"), so the test bound is twice the worst of those.
-pub const GAP_BOUND: f64 = 0.5;
-/// Seeds on which the robot set off in the loop and in the pure simulation may differ by this
-/// many: from a standing start the student sits close to a standing fixed point (BENCHMARKS.md),
-/// so whether it sets off turns on small differences, in the loop as between seeds.
+/// How much worse the loop may track the command than the pure simulation, where both set
+/// off (over seeds, see [`gap_checks`]): the mean velocity error in the loop at most this many
+/// m/s above the simulation's, or [`TRACKING_GAP`] of it, whichever is larger (issue 29: a
+/// relative gap between two small errors says little). One-sided: the loop tracking better is
+/// no failure. The distance gap is reported beside it: the pure simulation walks at 0.17-0.23
+/// m/s where the loop and the task's own evaluation walk at the commanded 0.3 (BENCHMARKS.md,
+/// "Hardware in the loop", 2026-12-06), so a distance gap measures the reference as much as
+/// the loop.
+pub const TRACKING_ALLOWANCE: f64 = 0.02;
+pub const TRACKING_GAP: f64 = 0.1;
+/// The loop may set off on this many seeds fewer than the pure simulation: from a standing
+/// start the student sits close to a standing fixed point, so whether it sets off turns on
+/// small differences, in the loop as between seeds. Setting off on more seeds than the pure
+/// simulation is not a gap that fails: the board must not keep the student from walking.
 pub const SET_OFF_SLACK: usize = 1;
+/// The share of the walk's seeds on which the loop must set off. The goal is all
+/// (issue 29: not met). The fixture sets off on 11 (this suite, debug build) to 14 (`clawrl
+/// hil`, release) of 16: whether it leaves a stand turns on small differences (BENCHMARKS.md,
+/// "Hardware in the loop", 2026-12-06), so the floor sits one seed under the worst seen. It
+/// catches a loop that keeps the student standing, not a lost seed. As a share: 10 of 16.
+pub const WALK_SET_OFF_FLOOR: (usize, usize) = (10, 16);
+
+/// The fewest of `n` seeds the walk must set off on in the loop ([`WALK_SET_OFF_FLOOR`]).
+pub fn walk_set_off_floor(n: usize) -> usize {
+    let (of, per) = WALK_SET_OFF_FLOOR;
+    (n * of).div_ceil(per)
+}
 
 /// Whether a run did the scenario's task at all: at least 30 % of the commanded forward speed
 /// (or yaw rate, for a turn in place).
@@ -517,7 +547,7 @@ pub fn task_figure(s: &Scenario, w: &Walk) -> f64 {
 
 /// The sim-to-HIL gap of a walking scenario over the seeds' comparisons: the robot sets off on
 /// about as many seeds in the loop as in the pure simulation, and where both set off the mean
-/// of the task figure (distance, or yaw rate) is within [`GAP_BOUND`] of the simulation's.
+/// velocity error in the loop is within [`TRACKING_ALLOWANCE`] of the simulation's.
 pub fn gap_checks(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
     let v = measured_gap(s, cmps);
     if s.kind.gap_asserted() {
@@ -536,10 +566,19 @@ fn measured_gap(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
         .collect();
     let mut v = vec![check(
         format!(
-            "set off on {hil} of {n} seeds in the loop and {sim} in the pure simulation (at most {SET_OFF_SLACK} apart)"
+            "set off on {hil} of {n} seeds in the loop and {sim} in the pure simulation (the loop at most {SET_OFF_SLACK} fewer)"
         ),
-        hil.abs_diff(sim) <= SET_OFF_SLACK,
+        hil + SET_OFF_SLACK >= sim,
     )];
+    if s.kind == Kind::Walk {
+        v.push(check(
+            format!(
+                "the loop set off on {hil} of {n} seeds (at least {}; goal all)",
+                walk_set_off_floor(n)
+            ),
+            hil >= walk_set_off_floor(n),
+        ));
+    }
     if both.is_empty() {
         v.push(check(
             "no seed on which both set off: the gap is not measured",
@@ -563,22 +602,21 @@ fn measured_gap(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
     } else {
         "yaw rate (rad/s)"
     };
+    let allowed = me + TRACKING_ALLOWANCE.max(TRACKING_GAP * me);
     v.push(check(
         format!(
-            "on the {} seed(s) where both set off: mean {what} {h:.3} in the loop, {m:.3} in the pure simulation, gap {:.1} % (bound {:.0} %); velocity error {he:.3} / {me:.3} m/s (gap {:.1} %)",
+            "on the {} seed(s) where both set off: velocity error {he:.3} m/s in the loop, {me:.3} in the pure simulation (at most {allowed:.3}); mean {what} {h:.3} / {m:.3}, gap {:.1} %",
             both.len(),
             gap * 100.0,
-            GAP_BOUND * 100.0,
-            relative_gap(he, me) * 100.0
         ),
-        gap <= GAP_BOUND,
+        he <= allowed,
     ));
     v
 }
 
-/// The seeds a gap is measured over: `first` and the three after it.
-pub fn gap_seeds(first: u64) -> [u64; 4] {
-    [first, first + 1, first + 2, first + 3]
+/// The seeds a scenario runs on: `first` and the ones after it ([`Kind::seed_count`]).
+pub fn seeds(kind: Kind, first: u64) -> Vec<u64> {
+    (first..first + kind.seed_count()).collect()
 }
 
 /// Runs a walking scenario on each of `seeds` (scratch folders `seed-N` under the setup's)

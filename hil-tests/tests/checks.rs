@@ -432,7 +432,8 @@ fn walk(distance: f64) -> Walk {
         seconds: 9.0,
         distance,
         velocity: [distance / 9.0, 0.0],
-        velocity_error: 0.1,
+        // Against the walk's 0.3 m/s, plus 0.05 of wobble a real run has.
+        velocity_error: (distance / 9.0 - 0.3).abs() + 0.05,
         yaw_rate: 0.0,
         yaw_rate_error: 0.0,
         fell: false,
@@ -457,12 +458,44 @@ fn the_gap_over_seeds_fails_when_it_should() {
     // 2.7 m in 9 s is the commanded 0.3 m/s; under 0.81 m the robot did not set off.
     let ok = gap(&[2.5, 2.6, 2.4, 2.7], &[2.6, 2.5, 2.5, 2.6]);
     assert!(ok.iter().all(|c| c.passed()), "{}", show(&ok));
-    // The loop walks twice as far as the simulation: over the bound.
+    // Checks: [0] the loop sets off on no fewer seeds than the simulation (slack 1), [1] the
+    // walk's floor of seeds set off in the loop, [2] the loop's velocity error where both set
+    // off, against the simulation's. The loop runs at twice the command: over the bound.
     let far = gap(&[5.2, 5.0, 5.1, 5.0], &[2.6, 2.5, 2.5, 2.6]);
-    assert!(far[0].passed() && !far[1].passed(), "{}", show(&far));
+    assert!(
+        far[0].passed() && far[1].passed() && !far[2].passed(),
+        "{}",
+        show(&far)
+    );
     // Set off on 1 seed in the loop and 4 in the simulation.
     let stuck = gap(&[2.5, 0.1, 0.1, 0.1], &[2.6, 2.5, 2.5, 2.6]);
-    assert!(!stuck[0].passed(), "{}", show(&stuck));
+    assert!(!stuck[0].passed() && !stuck[1].passed(), "{}", show(&stuck));
+    // The loop sets off where the simulation stood: no gap that fails.
+    let better = gap(&[2.5, 2.6, 2.4, 2.7], &[2.6, 0.1, 0.1, 0.1]);
+    assert!(
+        better[0].passed() && better[1].passed(),
+        "{}",
+        show(&better)
+    );
+    // The floor's edge: 10 of 16 is 3 of 4 seeds; 2 of 4 is under it.
+    let three = gap(&[2.5, 2.6, 2.4, 0.1], &[2.6, 2.5, 2.5, 0.1]);
+    assert!(three[1].passed(), "{}", show(&three));
+    let two = gap(&[2.5, 2.6, 0.1, 0.1], &[2.6, 2.5, 0.1, 0.1]);
+    assert!(two[0].passed() && !two[1].passed(), "{}", show(&two));
+    // The loop tracks the command better than the simulation (walks farther, nearer 0.3 m/s):
+    // a distance gap, but no velocity-error gap that fails.
+    let closer = gap(&[2.7, 2.6, 2.7, 2.6], &[1.6, 1.7, 1.6, 1.7]);
+    assert!(closer.iter().all(|c| c.passed()), "{}", show(&closer));
+    // The loop lags the simulation by 0.03 m/s of error: over the 0.02 m/s allowance.
+    let lagging = gap(&[2.43, 2.43, 2.43, 2.43], &[2.7, 2.7, 2.7, 2.7]);
+    assert!(!lagging[2].passed(), "{}", show(&lagging));
+    // Both stand on 3 of 4 seeds: the same count, but under the loop's floor.
+    let standing = gap(&[2.5, 0.1, 0.1, 0.1], &[2.6, 0.1, 0.1, 0.1]);
+    assert!(
+        standing[0].passed() && !standing[1].passed(),
+        "{}",
+        show(&standing)
+    );
     // No seed on which both set off.
     let none = gap(&[0.1, 0.1, 0.1, 0.1], &[0.1, 0.1, 0.1, 2.6]);
     assert!(none.iter().any(|c| !c.passed()), "{}", show(&none));

@@ -32,24 +32,35 @@ fn setup(dir: &Path) -> Setup {
 /// timeouts (wall clock) do not fire, and scenarios side by side on two cores make them fire.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Runs a scenario and fails with its report unless every pass condition holds.
+/// Runs a scenario on its seeds (from 1, `Kind::seed_count`) and fails with the report unless
+/// every pass condition holds on every seed.
 fn passes(name: &str) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let s = scenario::by_name(name).unwrap();
-    let (o, cmp, checks) = scenario::run_and_check(&s, &setup(dir.path())).unwrap();
-    let text = report::scenario_text(&o, cmp.as_ref(), &checks);
+    let mut text = String::new();
+    let mut ok = true;
+    for seed in scenario::seeds(s.kind, 1) {
+        let one = Setup {
+            seed,
+            ..setup(&dir.path().join(format!("seed-{seed}")))
+        };
+        let (o, cmp, checks) = scenario::run_and_check(&s, &one).unwrap();
+        text.push_str(&report::scenario_text(&o, cmp.as_ref(), &checks));
+        ok &= checks.iter().all(|c| c.passed());
+    }
     eprint!("{text}");
-    assert!(checks.iter().all(|c| c.passed()), "{text}");
+    assert!(ok, "{text}");
 }
 
-/// Runs a scenario on four seeds and fails unless every run passes its own conditions and the
-/// sim-to-HIL gap over the seeds is within bounds (scenario::gap_checks).
+/// Runs a scenario on its seeds (from 1) and fails unless every run passes its own conditions
+/// and the sim-to-HIL gap over the seeds is within bounds (scenario::gap_checks).
 fn gap_within_bounds(name: &str) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let s = scenario::by_name(name).unwrap();
-    let runs = scenario::run_over_seeds(&s, &setup(dir.path()), &scenario::gap_seeds(1)).unwrap();
+    let seeds = scenario::seeds(s.kind, 1);
+    let runs = scenario::run_over_seeds(&s, &setup(dir.path()), &seeds).unwrap();
     let mut text = String::new();
     for (o, cmp, checks) in &runs {
         text.push_str(&report::scenario_text(o, Some(cmp), checks));
@@ -57,7 +68,7 @@ fn gap_within_bounds(name: &str) {
     let cmps: Vec<_> = runs.iter().map(|(_, c, _)| *c).collect();
     let gap = scenario::gap_checks(&s, &cmps);
     text.push_str(&report::checks_text(
-        &format!("{name} over seeds 1-4"),
+        &format!("{name} over seeds 1-{}", seeds.len()),
         &gap,
     ));
     eprint!("{text}");

@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(long)]
     realtime: bool,
     /// Seed of the body's episode (the pure simulation uses the same).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 1)]
     seed: u64,
     #[arg(long, default_value = "configs/task/quadruped_flat.toml")]
     task_config: PathBuf,
@@ -120,8 +120,8 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// Runs one scenario on its seeds (walk and turn: --seed and the three after, with the gap
-/// over them; the others: --seed alone), appending each block to `text`. Returns whether it
+/// Runs one scenario on its seeds (--seed and the ones after it: `Kind::seed_count`; walk and
+/// turn with the gap over them), appending each block to `text`. Returns whether it
 /// passed, whether a run stopped with an error, and the seeds as the verdict line names them.
 fn run_scenario(
     a: &Args,
@@ -129,11 +129,7 @@ fn run_scenario(
     setup: &scenario::Setup,
     text: &mut String,
 ) -> Result<(bool, bool, String)> {
-    let seeds: Vec<u64> = if s.kind.gap_measured() {
-        scenario::gap_seeds(a.seed).to_vec()
-    } else {
-        vec![a.seed]
-    };
+    let seeds = scenario::seeds(s.kind, a.seed);
     let (mut ok, mut errored) = (true, false);
     let mut cmps = Vec::new();
     for (k, &seed) in seeds.iter().enumerate() {
