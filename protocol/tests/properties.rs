@@ -281,7 +281,10 @@ mod register_codec {
             let (name, per_unit) = SCALES[k];
             let v = x * (f32::from(i16::MAX) - 1.0) / per_unit;
             let back = decode(encode(v, per_unit), per_unit);
-            prop_assert!((back - v).abs() <= 0.5 / per_unit * 1.001, "{name}: {v} -> {back}");
+            // Half an LSB from the rounding, plus 1 % of one for f32 arithmetic: at 2 rad a HIL
+            // position's product and quotient each carry a rounding error of about 0.002 LSB,
+            // and a 0.1 % allowance failed (2.04305 -> 2.0431, CI 2026-12-06).
+            prop_assert!((back - v).abs() <= 0.51 / per_unit, "{name}: {v} -> {back}");
             prop_assert_eq!(encode_hil(v, per_unit), encode(v, per_unit));
         }
 
