@@ -32,8 +32,9 @@ fn strace_works() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// The successful fsync and rename calls of one `clawrl-runtime ARGS` run.
-fn traced(dir: &Path, args: &[&std::ffi::OsStr]) -> Vec<Call> {
+/// The successful fsync and rename calls of one `clawrl-runtime ARGS` run, and the raw log
+/// (shown when a check fails: the parse depends on strace's output format).
+fn traced(dir: &Path, args: &[&std::ffi::OsStr]) -> (Vec<Call>, String) {
     let log = dir.join("strace.log");
     let o = Command::new("strace")
         .args(["-f", "-qq", "-y", "-s", "4096", "-e"])
@@ -46,7 +47,21 @@ fn traced(dir: &Path, args: &[&std::ffi::OsStr]) -> Vec<Call> {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    parse(&std::fs::read_to_string(&log).unwrap())
+    let raw = std::fs::read_to_string(&log).unwrap();
+    (parse(&raw), raw)
+}
+
+/// A strace line without its process prefix: `12 `, `[pid 12] ` or none (whether strace
+/// writes one depends on its version and on how many processes it traced).
+fn without_pid(line: &str) -> &str {
+    let line = line.trim_start();
+    if let Some(rest) = line.strip_prefix("[pid ") {
+        return rest.split_once(']').map_or(line, |(_, r)| r.trim_start());
+    }
+    match line.split_once(' ') {
+        Some((pid, rest)) if pid.bytes().all(|b| b.is_ascii_digit()) => rest,
+        _ => line,
+    }
 }
 
 /// Parses strace lines such as `12 fsync(3</r/slots/b/.bundle.clawrl.tmp>) = 0` and
@@ -57,7 +72,7 @@ fn parse(log: &str) -> Vec<Call> {
     log.lines()
         .filter(|l| l.trim_end().ends_with("= 0"))
         .filter_map(|l| {
-            let call = l.split_once(' ').map_or(l, |(_, rest)| rest);
+            let call = without_pid(l);
             if call.starts_with("fsync(") || call.starts_with("fdatasync(") {
                 let path = call.split_once('<')?.1.split_once('>')?.0;
                 Some(Call::Sync(PathBuf::from(path)))
@@ -123,7 +138,7 @@ fn an_install_syncs_each_file_before_its_rename_and_the_directory_after() {
     let base = dir.path().canonicalize().unwrap();
     let root = base.join("root");
     let config = common::repo().join("configs/runtime/robot.toml");
-    let mut calls = Vec::new();
+    let (mut calls, mut raw) = (Vec::new(), String::new());
     // The first install (the current link is created) and a second one (the previous link
     // too), so every rename an install makes is seen.
     for seed in [1, 2] {
@@ -136,12 +151,17 @@ fn an_install_syncs_each_file_before_its_rename_and_the_directory_after() {
             "--config".as_ref(),
             config.as_os_str(),
         ];
-        calls.extend(traced(&base, &args));
+        let (c, r) = traced(&base, &args);
+        calls.extend(c);
+        raw.push_str(&r);
     }
     let renames = check_order(&calls, &root).unwrap_or_else(|e| panic!("{e}\n{calls:#?}"));
     // Per install: the bundle and its record into the slot, the new current link; from the
     // second on, the previous link as well.
-    assert!(renames >= 7, "only {renames} renames traced:\n{calls:#?}");
+    assert!(
+        renames >= 7,
+        "only {renames} renames traced:\n{calls:#?}\nstrace log:\n{raw}"
+    );
     let dirs: HashSet<_> = calls
         .iter()
         .filter_map(|c| match c {
@@ -179,6 +199,9 @@ fn strace_lines_parse_into_syncs_and_renames() {
 7 renameat2(AT_FDCWD</x>, \"/r/.current.tmp\", AT_FDCWD</x>, \"/r/current\", 0) = 0
 7 fsync(4</r>) = 0
 7 fsync(5</r/gone>) = -1 EIO (Input/output error)
+[pid 8] fsync(6</r/slots>) = 0
+fdatasync(7</r/log>) = 0
+rename(\"/r/a\", \"/r/b\") = 0
 ";
     let p = PathBuf::from;
     assert_eq!(
@@ -194,6 +217,12 @@ fn strace_lines_parse_into_syncs_and_renames() {
                 to: p("/r/current")
             },
             Call::Sync(p("/r")),
+            Call::Sync(p("/r/slots")),
+            Call::Sync(p("/r/log")),
+            Call::Rename {
+                from: p("/r/a"),
+                to: p("/r/b")
+            },
         ]
     );
 }
