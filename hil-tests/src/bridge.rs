@@ -8,7 +8,8 @@
 //!   for the robot state (the last transaction of its cycle), after that cycle's goals reached
 //!   the board, and before the board answers (PX4's lockstep SITL works the same way). When
 //!   the runtime is silent (cable out, runtime stopped) it advances a period per
-//!   `free_run` of wall time, so the board's watchdog still sees the silence.
+//!   `free_run` of wall time (`free_run_link_down` while a fault holds the link down), so
+//!   the board's watchdog still sees the silence.
 //! - **real time**: the body's time follows the wall clock, what a robot sees.
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -223,8 +224,13 @@ impl Loop {
                 }
                 self.deliver_to_board();
             }
+            let free_run = if self.faults.link_down(self.now_s()) {
+                self.cfg.free_run_link_down
+            } else {
+                self.cfg.free_run
+            };
             match self.cfg.clocking {
-                Clocking::Lockstep if last_cycle.elapsed() >= self.cfg.free_run => {
+                Clocking::Lockstep if last_cycle.elapsed() >= free_run => {
                     self.period();
                     self.trace.free_run_periods += 1;
                     last_cycle = Instant::now();

@@ -90,6 +90,18 @@ impl Faults {
         }
     }
 
+    /// Whether nothing from the runtime can reach the board at `t`: the cable out, the line
+    /// off or stalled (an intermittent line counts while its window lasts).
+    pub fn link_down(&self, t: f64) -> bool {
+        self.windows.iter().any(|w| {
+            w.active(t)
+                && matches!(
+                    w.fault,
+                    Fault::Unplug | Fault::Off | Fault::Stall | Fault::Intermittent { .. }
+                )
+        })
+    }
+
     /// Whether the cable is out at `t`.
     pub fn unplugged(&self, t: f64) -> bool {
         self.windows

@@ -35,8 +35,13 @@ pub struct BridgeConfig {
     pub faults: Vec<FaultWindow>,
     pub fault_seed: u64,
     pub events: Vec<(f64, Event)>,
-    /// Lockstep: advance anyway after this long without a cycle from the runtime.
+    /// Lockstep: advance anyway after this long without a cycle from the runtime. Longer
+    /// than the runtime's answer timeout, so a lost packet (which the runtime waits out) or
+    /// a runtime descheduled on a loaded machine does not move the body on its own.
     pub free_run: Duration,
+    /// The same while a fault holds the link down (cable out, line off, stalled): nothing
+    /// can arrive then, and a short wait keeps such a scenario to seconds.
+    pub free_run_link_down: Duration,
 }
 
 /// The robot once per control period.

@@ -60,9 +60,10 @@ impl Kind {
         matches!(self, Kind::Walk | Kind::Turn)
     }
 
-    /// The gap is asserted. The student turns in place in the task's evaluation (0.47 rad/s at
-    /// 0.5) but in the loop on 1 to 3 seeds of 4 (BENCHMARKS.md, "Hardware in the loop",
-    /// 2026-12-06): its turn gap is reported until it turns on every seed.
+    /// The gap to the pure simulation is asserted. The turn's is reported: the loop turns on
+    /// every seed, but the pure simulation stands on some (BENCHMARKS.md, "The fade-in"), so
+    /// a turn gap measures the reference; the loop's own turning bar ([`loop_did_task`]) is
+    /// asserted.
     pub fn gap_asserted(self) -> bool {
         self == Kind::Walk
     }
@@ -330,6 +331,9 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
             .map(|(t, e)| (t + policy_from_s, e.clone()))
             .collect(),
         free_run: Duration::from_millis(probe.serial.answer_timeout_ms * 3),
+        // One period per timed-out answer: each cycle the runtime spends waiting on a dead
+        // link is one period of the body, as on the robot.
+        free_run_link_down: Duration::from_millis(probe.serial.answer_timeout_ms),
     };
     let (task, seed) = (setup.task.clone(), setup.seed);
     let fw = firmware.clone();
@@ -503,10 +507,9 @@ pub fn compare(o: &Outcome, setup: &Setup) -> Result<Comparison> {
 /// off (over seeds, see [`gap_checks`]): the mean velocity error in the loop at most this many
 /// m/s above the simulation's, or [`TRACKING_GAP`] of it, whichever is larger (issue 29: a
 /// relative gap between two small errors says little). One-sided: the loop tracking better is
-/// no failure. The distance gap is reported beside it: the pure simulation walks at 0.17-0.23
-/// m/s where the loop and the task's own evaluation walk at the commanded 0.3 (BENCHMARKS.md,
-/// "Hardware in the loop", 2026-12-06), so a distance gap measures the reference as much as
-/// the loop.
+/// no failure. The distance gap is reported beside it: the pure simulation walks at 0.22-0.28
+/// m/s where the loop walks at 0.28-0.36 and the task's own evaluation at 0.25-0.33 (BENCHMARKS.md,
+/// "The fade-in"), so a distance gap measures the reference as much as the loop.
 pub const TRACKING_ALLOWANCE: f64 = 0.02;
 pub const TRACKING_GAP: f64 = 0.1;
 /// The loop may set off on this many seeds fewer than the pure simulation: from a standing
@@ -514,17 +517,21 @@ pub const TRACKING_GAP: f64 = 0.1;
 /// small differences, in the loop as between seeds. Setting off on more seeds than the pure
 /// simulation is not a gap that fails: the board must not keep the student from walking.
 pub const SET_OFF_SLACK: usize = 1;
-/// The share of the walk's seeds on which the loop must set off. The goal is all
-/// (issue 29: not met). The fixture sets off on 11 (this suite, debug build) to 14 (`clawrl
-/// hil`, release) of 16: whether it leaves a stand turns on small differences (BENCHMARKS.md,
-/// "Hardware in the loop", 2026-12-06), so the floor sits one seed under the worst seen. It
-/// catches a loop that keeps the student standing, not a lost seed. As a share: 10 of 16.
-pub const WALK_SET_OFF_FLOOR: (usize, usize) = (10, 16);
+/// Turning in place, the loop must reach this share of the commanded yaw rate (issue 29: 0.4
+/// rad/s at 0.5).
+pub const TURN_SHARE: f64 = 0.8;
 
-/// The fewest of `n` seeds the walk must set off on in the loop ([`WALK_SET_OFF_FLOOR`]).
-pub fn walk_set_off_floor(n: usize) -> usize {
-    let (of, per) = WALK_SET_OFF_FLOOR;
-    (n * of).div_ceil(per)
+/// Whether the loop did a walking scenario's task on one seed, the bar it must meet on every
+/// seed: a walk sets off ([`set_off`]); a turn in place reaches [`TURN_SHARE`] of the
+/// commanded yaw rate. Since the runtime's fade-in was cut to 0.1 s the fixture does both on
+/// every seed (it set off on 11-14 of 16 and turned on 1-3 of 4 with 1 s; BENCHMARKS.md,
+/// "The fade-in").
+pub fn loop_did_task(s: &Scenario, w: &Walk) -> bool {
+    if s.command[0] != 0.0 {
+        set_off(s, w)
+    } else {
+        w.yaw_rate / s.command[2] >= TURN_SHARE
+    }
 }
 
 /// Whether a run did the scenario's task at all: at least 30 % of the commanded forward speed
@@ -546,15 +553,30 @@ pub fn task_figure(s: &Scenario, w: &Walk) -> f64 {
     }
 }
 
-/// The sim-to-HIL gap of a walking scenario over the seeds' comparisons: the robot sets off on
-/// about as many seeds in the loop as in the pure simulation, and where both set off the mean
-/// velocity error in the loop is within [`TRACKING_ALLOWANCE`] of the simulation's.
+/// The checks of a walking scenario over its seeds: [0] the loop did the task on every seed
+/// ([`loop_did_task`], always asserted); then the sim-to-HIL gap: [1] the robot sets off on
+/// about as many seeds in the loop as in the pure simulation, [2] where both set off the mean
+/// velocity error in the loop is within [`TRACKING_ALLOWANCE`] of the simulation's (asserted
+/// where [`Kind::gap_asserted`], else reported).
 pub fn gap_checks(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
-    let v = measured_gap(s, cmps);
+    let n = cmps.len();
+    let did = cmps.iter().filter(|c| loop_did_task(s, &c.hil)).count();
+    let task = if s.command[0] != 0.0 {
+        "set off".to_string()
+    } else {
+        format!("turned at {:.2} rad/s or more", TURN_SHARE * s.command[2])
+    };
+    let mut v = vec![check(
+        format!("the loop {task} on {did} of {n} seeds (all)"),
+        n > 0 && did == n,
+    )];
+    let gap = measured_gap(s, cmps);
     if s.kind.gap_asserted() {
-        return v;
+        v.extend(gap);
+    } else {
+        v.extend(gap.into_iter().map(|c| reported(c.what, c.held)));
     }
-    v.into_iter().map(|c| reported(c.what, c.held)).collect()
+    v
 }
 
 fn measured_gap(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
@@ -571,15 +593,6 @@ fn measured_gap(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
         ),
         hil + SET_OFF_SLACK >= sim,
     )];
-    if s.kind == Kind::Walk {
-        v.push(check(
-            format!(
-                "the loop set off on {hil} of {n} seeds (at least {}; goal all)",
-                walk_set_off_floor(n)
-            ),
-            hil >= walk_set_off_floor(n),
-        ));
-    }
     if both.is_empty() {
         v.push(check(
             "no seed on which both set off: the gap is not measured",

@@ -82,6 +82,10 @@ pub struct BoardInfo {
     pub faults: u16,
 }
 
+/// How long the start-up handshake waits for each answer (at least): a board still booting
+/// or a loaded host may answer later than the control loop's `serial.answer_timeout_ms`.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_millis(100);
+
 pub struct Link {
     port: Box<dyn SerialPort>,
     decoder: Decoder<1024>,
@@ -135,24 +139,32 @@ impl Link {
     /// faults (over-temperature, under-voltage, IMU, servo feedback) are re-checked by the
     /// board every tick and latch again at once while their cause persists, so clearing them
     /// cannot hide a live condition the way clearing an e-stop would.
+    ///
+    /// Start-up is not time-critical: each answer may take [`HANDSHAKE_TIMEOUT`] (or the
+    /// link's own timeout, if longer), and a PING that times out is asked twice more.
     pub fn handshake(
         &mut self,
         watchdog_ms: u16,
         behaviour: u8,
         clear_estop: bool,
     ) -> Result<BoardInfo, LinkError> {
+        let run_timeout = self.timeout;
+        self.timeout = run_timeout.max(HANDSHAKE_TIMEOUT);
+        let info = self.start_up(watchdog_ms, behaviour, clear_estop);
+        self.timeout = run_timeout;
+        info
+    }
+
+    fn start_up(
+        &mut self,
+        watchdog_ms: u16,
+        behaviour: u8,
+        clear_estop: bool,
+    ) -> Result<BoardInfo, LinkError> {
         self.port.clear(serialport::ClearBuffer::All).ok();
-        // A board that is still booting gets two more chances; a wrong answer gets none.
-        let mut firmware = self.ping(ids::BOARD, board::MODEL_NUMBER);
-        for _ in 0..2 {
-            if !matches!(firmware, Err(LinkError::Timeout { .. })) {
-                break;
-            }
-            firmware = self.ping(ids::BOARD, board::MODEL_NUMBER);
-        }
-        let firmware = firmware?;
+        let firmware = self.ping_patiently(ids::BOARD, board::MODEL_NUMBER)?;
         for i in 0..NUM_SERVOS {
-            self.ping(ids::servo_id(i), servo::MODEL_NUMBER)?;
+            self.ping_patiently(ids::servo_id(i), servo::MODEL_NUMBER)?;
         }
         let mut st = [0u8; 3];
         self.read(ids::BOARD, board::SAFETY_STATE, &mut st)?;
@@ -176,6 +188,20 @@ impl Link {
         )?;
         self.write(ids::BOARD, board::SAFE_BEHAVIOUR, &[behaviour])?;
         Ok(info)
+    }
+
+    /// [`Link::ping`], asked twice more while it times out: a board still booting, or an
+    /// answer late on a loaded host (HIL runs ended at start-up on one late servo answer,
+    /// 20 ms, under a load of 6 on 2 cores). A wrong answer is not asked again.
+    fn ping_patiently(&mut self, id: u8, expected: u16) -> Result<u8, LinkError> {
+        let mut answer = self.ping(id, expected);
+        for _ in 0..2 {
+            if !matches!(answer, Err(LinkError::Timeout { .. })) {
+                break;
+            }
+            answer = self.ping(id, expected);
+        }
+        answer
     }
 
     /// PING; returns the firmware version after checking the model number.

@@ -428,6 +428,28 @@ fn a_missing_port_or_a_silent_board_gets_one_clear_message() {
 }
 
 #[test]
+fn a_servo_ping_lost_at_start_up_is_asked_twice_more_then_named() {
+    with_deadline(|| {
+        let rig = rig();
+        let bundle = installed_bundle(&rig);
+        let pings = |sent: &[Sent]| sent.iter().filter(|s| **s == Sent::Ping(5)).count();
+        // Two answers lost: the third PING gets through and the robot starts.
+        rig.tap.lose_pings(5, 2);
+        let summary = run_for(&config(&rig), &bundle, 1.0).unwrap();
+        assert!(summary.cycles > 0);
+        assert_eq!(pings(&rig.tap.sent()), 3);
+        // Three lost: start-up ends there, naming the device, and nothing moved.
+        let rig = self::rig();
+        rig.tap.lose_pings(5, 3);
+        let e = format!("{:#}", run_for(&config(&rig), &bundle, 1.0).unwrap_err());
+        assert!(e.contains("device 5 did not answer"), "{e}");
+        let sent = rig.tap.sent();
+        assert_eq!(pings(&sent), 3);
+        assert!(sent.iter().all(|s| matches!(s, Sent::Ping(_))), "{sent:?}");
+    })
+}
+
+#[test]
 fn sigterm_lowers_the_robot_and_disables_the_torque_before_exit() {
     with_deadline(|| {
         let rig = rig();

@@ -2,7 +2,8 @@
 //! a symlink, as it would open `/dev/ttyUSB0`), the tap forwards every byte to and from the
 //! virtual board's pseudo-terminal, and decodes what the runtime sent, so a test asserts on
 //! the bytes that reached the board. It can also pull the cable (close the runtime's pty, then
-//! offer a new one behind the same link) and mute the board (swallow its answers).
+//! offer a new one behind the same link), mute the board (swallow its answers) and lose the
+//! answers to a device's next PINGs.
 #![allow(dead_code)]
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -44,6 +45,10 @@ struct Shared {
     stop: AtomicBool,
     cut: AtomicBool,
     mute: AtomicBool,
+    /// (device, how many of its next PINGs go unanswered).
+    lose_pings: Mutex<(u8, u32)>,
+    /// The answer to the last packet is swallowed (a PING being lost).
+    losing: AtomicBool,
     sent: Mutex<Vec<Sent>>,
     /// Times the runtime side was (re)created.
     offers: Mutex<u32>,
@@ -98,7 +103,9 @@ impl Tap {
                         decoder.push(b);
                         while let Some(ev) = decoder.next_event() {
                             if let Ok(p) = ev {
-                                sh.sent.lock().unwrap().push(classify(&p));
+                                let sent = classify(&p);
+                                sh.losing.store(sh.loses(&sent), Ordering::Relaxed);
+                                sh.sent.lock().unwrap().push(sent);
                             }
                         }
                     }
@@ -109,6 +116,7 @@ impl Tap {
                 {
                     idle = false;
                     if !sh.mute.load(Ordering::Relaxed)
+                        && !sh.losing.load(Ordering::Relaxed)
                         && let Some((master, _)) = side.as_mut()
                     {
                         let _ = master.write_all(&buf[..n]);
@@ -141,6 +149,11 @@ impl Tap {
         self.shared.mute.store(mute, Ordering::Relaxed);
     }
 
+    /// The board's answers to the next `n` PINGs of device `id` never reach the runtime.
+    pub fn lose_pings(&self, id: u8, n: u32) {
+        *self.shared.lose_pings.lock().unwrap() = (id, n);
+    }
+
     /// Everything the runtime sent so far.
     pub fn sent(&self) -> Vec<Sent> {
         self.shared.sent.lock().unwrap().clone()
@@ -148,6 +161,18 @@ impl Tap {
 
     pub fn offers(&self) -> u32 {
         *self.shared.offers.lock().unwrap()
+    }
+}
+
+impl Shared {
+    /// Whether the answer to `sent` is to be lost (and counts it).
+    fn loses(&self, sent: &Sent) -> bool {
+        let mut lose = self.lose_pings.lock().unwrap();
+        let hit = matches!(sent, Sent::Ping(id) if *id == lose.0) && lose.1 > 0;
+        if hit {
+            lose.1 -= 1;
+        }
+        hit
     }
 }
 

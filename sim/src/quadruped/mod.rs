@@ -624,6 +624,16 @@ impl QuadrupedEnv {
         self.target = target;
         self.apply_targets(&target);
         self.data.step();
+        self.tick_board();
+    }
+
+    /// What the robot computer decodes from the board now: through the board's sensor path
+    /// when `noise.board_sensor_path` is on (as the onboard observation is built), else the raw
+    /// sensors. No noise: that is added in the observation's own units.
+    pub fn sensors_as_read(&self) -> OnboardSensors {
+        self.board
+            .as_ref()
+            .map_or_else(|| self.read_sensors(), BoardSensorPath::reading)
     }
 
     /// What the board's sensors read now (joint angles with the servo's calibration error),
