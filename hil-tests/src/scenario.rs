@@ -62,7 +62,7 @@ impl Kind {
 
     /// The gap to the pure simulation is asserted. The turn's is reported: the loop turns on
     /// every seed, but the pure simulation stands on some (BENCHMARKS.md, "The fade-in"), so
-    /// a turn gap measures the reference; the loop's own turning bar ([`loop_did_task`]) is
+    /// a turn gap measures the reference; the loop's own turning bars ([`gap_checks`]) are
     /// asserted.
     pub fn gap_asserted(self) -> bool {
         self == Kind::Walk
@@ -257,10 +257,18 @@ fn runtime_config(setup: &Setup, port: &Path, command: [f64; 3]) -> Result<Runti
         Clocking::Lockstep => "lockstep",
         Clocking::RealTime => "wall",
     };
+    // A loaded 2-core machine runs the bridge, MuJoCo and the runtime side by side. In
+    // lockstep a late answer is the machine's load, not the link, and the body waits for the
+    // runtime: a wider timeout (and free run, 3 times it) keeps a load of 6-9 from turning
+    // into link drops and a body moving on without its goals (the walk's tracking check
+    // failed that way once at 20 ms). The cost: runs with lost packets take longer.
+    let answer_timeout_ms = match setup.clocking {
+        Clocking::Lockstep => 50,
+        Clocking::RealTime => 20,
+    };
     let sets = [
         format!("serial.port={:?}", port.display().to_string()),
-        // A loaded 2-core machine runs the bridge, MuJoCo and the runtime side by side.
-        "serial.answer_timeout_ms=20".into(),
+        format!("serial.answer_timeout_ms={answer_timeout_ms}"),
         "serial.reconnect_ms=50".into(),
         "control.realtime_priority=0".into(),
         "control.cpu=-1".into(),
@@ -517,22 +525,10 @@ pub const TRACKING_GAP: f64 = 0.1;
 /// small differences, in the loop as between seeds. Setting off on more seeds than the pure
 /// simulation is not a gap that fails: the board must not keep the student from walking.
 pub const SET_OFF_SLACK: usize = 1;
-/// Turning in place, the loop must reach this share of the commanded yaw rate (issue 29: 0.4
-/// rad/s at 0.5).
+/// Turning in place, the loop's mean yaw rate over the seeds must reach this share of the
+/// command (issue 29: 0.4 rad/s at 0.5). A mean over the window, as the walk's bars: one
+/// seed's rate turns on small differences between machines.
 pub const TURN_SHARE: f64 = 0.8;
-
-/// Whether the loop did a walking scenario's task on one seed, the bar it must meet on every
-/// seed: a walk sets off ([`set_off`]); a turn in place reaches [`TURN_SHARE`] of the
-/// commanded yaw rate. Since the runtime's fade-in was cut to 0.1 s the fixture does both on
-/// every seed (it set off on 11-14 of 16 and turned on 1-3 of 4 with 1 s; BENCHMARKS.md,
-/// "The fade-in").
-pub fn loop_did_task(s: &Scenario, w: &Walk) -> bool {
-    if s.command[0] != 0.0 {
-        set_off(s, w)
-    } else {
-        w.yaw_rate / s.command[2] >= TURN_SHARE
-    }
-}
 
 /// Whether a run did the scenario's task at all: at least 30 % of the commanded forward speed
 /// (or yaw rate, for a turn in place).
@@ -553,23 +549,34 @@ pub fn task_figure(s: &Scenario, w: &Walk) -> f64 {
     }
 }
 
-/// The checks of a walking scenario over its seeds: [0] the loop did the task on every seed
-/// ([`loop_did_task`], always asserted); then the sim-to-HIL gap: [1] the robot sets off on
-/// about as many seeds in the loop as in the pure simulation, [2] where both set off the mean
-/// velocity error in the loop is within [`TRACKING_ALLOWANCE`] of the simulation's (asserted
-/// where [`Kind::gap_asserted`], else reported).
+/// The checks of a walking scenario over its seeds, the loop's own bars first, always
+/// asserted: [0] it did the task on every seed ([`set_off`]: walked or turned at 30 % of the
+/// command at least); for a turn in place, its mean yaw rate reached [`TURN_SHARE`] of the
+/// command. Then the sim-to-HIL gap: the robot sets off on about as many seeds in the loop as
+/// in the pure simulation, and where both set off the mean velocity error in the loop is
+/// within [`TRACKING_ALLOWANCE`] of the simulation's (asserted where [`Kind::gap_asserted`],
+/// else reported). Before the runtime's fade-in was cut to 0.1 s, the fixture set off on 11-14
+/// of 16 and turned on 1-3 of 4 (BENCHMARKS.md, "The fade-in").
 pub fn gap_checks(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
     let n = cmps.len();
-    let did = cmps.iter().filter(|c| loop_did_task(s, &c.hil)).count();
+    let did = cmps.iter().filter(|c| set_off(s, &c.hil)).count();
     let task = if s.command[0] != 0.0 {
-        "set off".to_string()
+        "set off"
     } else {
-        format!("turned at {:.2} rad/s or more", TURN_SHARE * s.command[2])
+        "turned"
     };
     let mut v = vec![check(
         format!("the loop {task} on {did} of {n} seeds (all)"),
         n > 0 && did == n,
     )];
+    if s.command[0] == 0.0 && n > 0 {
+        let mean = cmps.iter().map(|c| c.hil.yaw_rate).sum::<f64>() / n as f64;
+        let bar = TURN_SHARE * s.command[2];
+        v.push(check(
+            format!("the loop's mean yaw rate over the seeds {mean:.3} rad/s (at least {bar:.2})"),
+            mean >= bar,
+        ));
+    }
     let gap = measured_gap(s, cmps);
     if s.kind.gap_asserted() {
         v.extend(gap);

@@ -509,7 +509,7 @@ fn turn(yaw: f64) -> Walk {
 }
 
 #[test]
-fn a_turn_must_reach_four_fifths_of_the_command_on_every_seed_in_the_loop() {
+fn a_turn_must_turn_on_every_seed_and_reach_four_fifths_of_the_command_on_the_mean() {
     let s = scenario::by_name("turn").unwrap();
     let checks = |hil: &[f64], sim: &[f64]| {
         let cmps: Vec<Comparison> = hil
@@ -522,14 +522,18 @@ fn a_turn_must_reach_four_fifths_of_the_command_on_every_seed_in_the_loop() {
             .collect();
         scenario::gap_checks(&s, &cmps)
     };
-    let ok = checks(&[0.53, 0.56, 0.50, 0.41], &[0.47, 0.0, 0.23, 0.44]);
+    // [0] every seed turned (30 % of 0.5 rad/s), [1] the mean reached 0.4 rad/s; the rest,
+    // the gap to the pure simulation, is reported.
+    let ok = checks(&[0.34, 0.56, 0.50, 0.41], &[0.47, 0.0, 0.23, 0.44]);
     assert!(scenario::verdict(&ok), "{}", show(&ok));
-    // 0.39 rad/s on one seed: under the 0.4 bar, though it turned (over 30 % of 0.5).
-    let slow = checks(&[0.53, 0.56, 0.50, 0.39], &[0.47, 0.45, 0.46, 0.44]);
-    assert!(slow[0].asserted && !slow[0].held, "{}", show(&slow));
-    assert!(!scenario::verdict(&slow));
-    // The gap to a pure simulation that stands on three seeds is reported, not asserted.
-    assert!(ok[1..].iter().all(|c| !c.asserted), "{}", show(&ok));
+    assert!(ok[2..].iter().all(|c| !c.asserted), "{}", show(&ok));
+    // A mean of 0.395 rad/s: under the bar, though every seed turned.
+    let slow = checks(&[0.38, 0.40, 0.40, 0.40], &[0.47, 0.45, 0.46, 0.44]);
+    assert!(slow[0].passed() && !slow[1].passed(), "{}", show(&slow));
+    // One seed at 0.14 rad/s has not turned, though the mean clears 0.4.
+    let stuck = checks(&[0.14, 0.56, 0.56, 0.56], &[0.47, 0.45, 0.46, 0.44]);
+    assert!(!stuck[0].passed() && stuck[1].passed(), "{}", show(&stuck));
+    assert!(!scenario::verdict(&stuck));
 }
 
 /// Pass conditions follow the scenario's kind, not its name: renamed, the cable scenario still

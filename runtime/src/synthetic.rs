@@ -10,10 +10,10 @@ use clawrl_bundle::{
 };
 use clawrl_robot::{ActionMap, ObsSource, OnboardLayout, quadruped};
 
-/// The shipped student (configs/run/quadruped_distill.toml): an MLP of 64 x 64 over the
-/// onboard frame with 2 past frames.
-pub const SHIPPED_HIDDEN: [usize; 2] = [64, 64];
-pub const SHIPPED_HISTORY: usize = 2;
+/// The shipped student (configs/run/quadruped_distill.toml): an MLP of 128 x 128 over the
+/// onboard frame with 15 past frames.
+pub const SHIPPED_HIDDEN: [usize; 2] = [128, 128];
+pub const SHIPPED_HISTORY: usize = 15;
 
 /// Deterministic values in [-scale, scale) (an LCG: no random crate on the robot).
 pub fn values(seed: u64, n: usize, scale: f32) -> Vec<f32> {
