@@ -295,6 +295,11 @@ fn a_stop_while_running_halts_fades_out_to_the_default_pose_then_lowers() {
         "the fade-out ends {end} rad from the default pose"
     );
     let lower: Vec<_> = outs.iter().filter(|o| o.phase == Phase::Lowering).collect();
+    assert_eq!(
+        lower[0].goals,
+        fade.last().unwrap().goals,
+        "the lowering starts from the fade-out's last goal"
+    );
     let end = off(lower.last().unwrap(), REST_POSE);
     assert!(end < 0.01, "the lowering ends {end} rad from the rest pose");
     assert_eq!(out.board, BoardCommand::Disable);
@@ -320,6 +325,11 @@ fn a_stop_before_the_policy_runs_lowers_straight_away() {
         &mut out,
     );
     assert_eq!(out.phase, Phase::Lowering);
+    assert_eq!(
+        out.goals,
+        Some(pose),
+        "the lowering starts where the stand was"
+    );
 }
 
 #[test]
@@ -591,4 +601,139 @@ fn a_nan_and_a_stop_in_one_cycle_latch_the_fault_then_a_tilt_e_stops() {
     // The next stop lowers, and the checks watch the lowering from its first cycle.
     c.step(&stop(fallen(held)), &mut out);
     assert_eq!((out.phase, out.board), (Phase::EStop, BoardCommand::EStop));
+}
+
+#[test]
+fn the_stale_and_inference_faults_apply_only_where_they_can_happen() {
+    use Event::*;
+    let inference = Phase::Fault(Fault::Inference);
+    let stale = Phase::Fault(Fault::Stale);
+    // The policy runs in these: an inference failure latches its fault.
+    for p in [
+        Phase::FadeIn,
+        Phase::Running,
+        Phase::Halting,
+        Phase::FadeOut,
+    ] {
+        assert_eq!(after(p, &[Inference]), inference, "{p:?}");
+    }
+    // Nowhere else does the policy run, so nothing there can fail it.
+    for p in [
+        Phase::TorqueOff,
+        Phase::Standing,
+        Phase::Lowering,
+        Phase::Off,
+        Phase::EStop,
+        Phase::Fault(Fault::Board),
+        Phase::Fault(Fault::Stale),
+    ] {
+        assert_eq!(after(p, &[Inference]), p, "{p:?}");
+    }
+    // A stale link faults only where the runtime commands the servos; before the first
+    // reading, and in the latched phases, it changes nothing.
+    for p in [
+        Phase::Standing,
+        Phase::FadeIn,
+        Phase::Running,
+        Phase::Halting,
+        Phase::FadeOut,
+        Phase::Lowering,
+    ] {
+        assert_eq!(after(p, &[Stale]), stale, "{p:?}");
+    }
+    for p in [
+        Phase::TorqueOff,
+        Phase::Off,
+        Phase::EStop,
+        Phase::Fault(Fault::Board),
+        Phase::Fault(Fault::NonFinite),
+        Phase::Fault(Fault::Inference),
+    ] {
+        assert_eq!(after(p, &[Stale]), p, "{p:?}");
+    }
+}
+
+#[test]
+fn an_event_set_holds_an_event_listed_twice() {
+    use Event::*;
+    let twice = Events::of(&[Stop, Stop, Tilt]);
+    assert!(twice.has(Stop) && twice.has(Tilt) && !twice.has(Alert));
+    assert_eq!(twice, Events::of(&[Stop, Tilt]));
+    assert_eq!(
+        next(Phase::Running, Events::of(&[Stop, Stop])),
+        Phase::Halting
+    );
+    // Adding an event that did not happen leaves the set as it was.
+    assert_eq!(Events::of(&[Stop]).with(Stop, false), Events::of(&[Stop]));
+}
+
+/// The runtime's policy is the bundle's student through [`Act`]: its answer, and its refusal
+/// of an observation of the wrong length (which the controller turns into the inference fault).
+#[test]
+fn the_student_acts_through_act_and_refuses_wrong_lengths() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("student.clawrl");
+    synthetic::write_shipped_shape(&path, 7).unwrap();
+    let bundle = clawrl_bundle::read(&path, &clawrl_bundle::Trust::default()).unwrap();
+    let student = Student::from_bundle(&bundle).unwrap();
+    let obs: Vec<f32> = synthetic::values(3, student.obs_dim(), 1.0);
+    let mut direct = vec![0.0f32; student.action_dim()];
+    student.act(&obs, &mut direct).unwrap();
+    assert!(direct.iter().any(|v| *v != 0.0), "{direct:?}");
+    let mut via = vec![0.0f32; student.action_dim()];
+    Act::act(&student, &obs, &mut via).unwrap();
+    assert_eq!(via, direct);
+    let short = &obs[..obs.len() - 1];
+    assert!(matches!(
+        Act::act(&student, short, &mut via),
+        Err(InferenceError::ObsLength { .. })
+    ));
+}
+
+/// The e-stop is for a tilt past the limit: one exactly at it keeps the policy running, one a
+/// hair beyond it e-stops.
+#[test]
+fn a_tilt_exactly_at_the_limit_is_not_past_it() {
+    let limit = tilt(&fallen(DEFAULT_POSE));
+    for (tilt_limit, want) in [(limit, Phase::Running), (limit - 1e-9, Phase::EStop)] {
+        let mut c = controller_with(
+            0.0,
+            None,
+            SafetyConfig {
+                tilt_limit,
+                ..cfg()
+            },
+        );
+        let mut out = Output::default();
+        fresh(&mut c, &mut out, 30);
+        assert_eq!(out.phase, Phase::Running);
+        c.step(
+            &Input {
+                state: Some(fallen(out.goals.unwrap())),
+                stop: false,
+            },
+            &mut out,
+        );
+        assert_eq!(out.phase, want, "limit {tilt_limit}, tilt {limit}");
+    }
+}
+
+/// The next observation carries the last action clipped to the map's range, on both sides.
+#[test]
+fn the_last_action_in_the_observation_is_clipped_both_ways() {
+    use clawrl_robot::observation::offsets::LAST_ACTION;
+    for value in [-9.0f32, 0.1, 9.0] {
+        let mut c = controller(value, None);
+        let clip = c.map.clip as f32;
+        assert!(clip > 0.1 && clip < 9.0, "clip {clip}");
+        let mut out = Output::default();
+        fresh(&mut c, &mut out, 30);
+        assert_eq!(out.phase, Phase::Running);
+        let want = value.clamp(-clip, clip);
+        assert_eq!(
+            out.frame[LAST_ACTION..LAST_ACTION + NUM_SERVOS],
+            [want; NUM_SERVOS],
+            "action {value}"
+        );
+    }
 }
