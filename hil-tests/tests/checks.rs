@@ -732,31 +732,46 @@ fn a_turn_gap_is_measured_on_yaw_rate_and_only_reported() {
     };
     // 0.8, 0.47 and 0.2 rad/s set off (0.15 or more), 0.1 does not.
     let v = scenario::gap_checks(&s, &cmps(&[0.8, 0.47, 0.1, 0.2], &[0.47, 0.5, 0.48, 0.46]));
-    assert_eq!(v.len(), 2, "{}", show(&v));
+    assert_eq!(v.len(), 4, "{}", show(&v));
+    // The loop's own bars, asserted: every seed turned (3 of 4 did), and the mean over the
+    // four, (0.8 + 0.47 + 0.1 + 0.2) / 4 = 0.3925, reached 0.4 (it did not).
     assert!(
-        v[0].what
+        v[0].what.starts_with("the loop turned on 3 of 4 seeds"),
+        "{}",
+        show(&v)
+    );
+    assert!(v[0].asserted && !v[0].held, "{}", show(&v));
+    assert!(
+        v[1].what.contains("0.393 rad/s (at least 0.40)"),
+        "{}",
+        show(&v)
+    );
+    assert!(v[1].asserted && !v[1].held, "{}", show(&v));
+    // The gap to the pure simulation, reported only.
+    assert!(
+        v[2].what
             .starts_with("set off on 3 of 4 seeds in the loop and 4 in the pure simulation"),
         "{}",
         show(&v)
     );
-    assert!(v[0].held, "{}", show(&v));
+    assert!(v[2].held, "{}", show(&v));
     // Means over the three seeds where both set off: (0.8 + 0.47 + 0.2) / 3 in the loop,
     // (0.47 + 0.5 + 0.46) / 3 in the simulation.
     assert!(
-        v[1].what.starts_with("on the 3 seed(s) where both set off")
-            && v[1].what.contains("mean yaw rate (rad/s) 0.490 / 0.477"),
+        v[3].what.starts_with("on the 3 seed(s) where both set off")
+            && v[3].what.contains("mean yaw rate (rad/s) 0.490 / 0.477"),
         "{}",
         show(&v)
     );
-    assert!(v[1].held, "{}", show(&v));
-    assert!(v.iter().all(|c| !c.asserted), "{}", show(&v));
-    // Never turning: the gap fails, reported only.
+    assert!(v[3].held, "{}", show(&v));
+    assert!(v[2..].iter().all(|c| !c.asserted), "{}", show(&v));
+    // Never turning: the loop's bars fail the verdict; the gap fails, reported only.
     let still = scenario::gap_checks(&s, &cmps(&[0.1; 4], &[0.47, 0.5, 0.48, 0.46]));
     assert!(
-        still.iter().all(|c| !c.held && !c.asserted),
+        still[2..].iter().all(|c| !c.held && !c.asserted),
         "{}",
         show(&still)
     );
-    assert!(scenario::verdict(&still));
+    assert!(!scenario::verdict(&still));
     assert!(!scenario::verdict(&gap(&[0.1; 4], &[2.6; 4])));
 }
