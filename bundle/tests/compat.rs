@@ -239,3 +239,76 @@ fn a_robot_running_at_another_control_rate_is_refused() {
     fits(|m| m.physics_rate_hz = None).unwrap();
     fits(|m| m.physics_rate_hz = Some(500.0)).unwrap();
 }
+
+/// A layout edited by `edit`, refused: the field and the detail of the `Layout` error.
+fn layout_refused(edit: impl FnOnce(&mut OnboardLayout)) -> (String, String) {
+    match fits(|m| edit(&mut m.observation.layout)) {
+        Err(Incompatible::Layout { field, detail }) => (field, detail),
+        other => panic!("not a layout error: {other:?}"),
+    }
+}
+
+/// The observation must be one the robot computer builds: onboard, and its layout the
+/// robot's field by field, the first difference named with both sides.
+#[test]
+fn an_observation_the_robot_cannot_build_is_refused_naming_the_field() {
+    use clawrl_robot::ObsSource;
+    assert_eq!(
+        fits(|m| m.observation.source = ObsSource::Privileged),
+        Err(Incompatible::ObservationSource(ObsSource::Privileged))
+    );
+    let n = OnboardLayout::quadruped().entries.len();
+    let (field, detail) = layout_refused(|l| l.robot = "biped".into());
+    assert_eq!(field, "robot");
+    assert_eq!(detail, "is \"biped\", this robot is \"claw_quadruped\"");
+    let (field, detail) = layout_refused(|l| {
+        l.entries.pop();
+    });
+    assert_eq!(field, "entries");
+    assert_eq!(
+        detail,
+        format!("has {} entries, this robot's observation has {n}", n - 1)
+    );
+    let (field, _) = layout_refused(|l| {
+        let e = l.entries[0].clone();
+        l.entries.push(e);
+    });
+    assert_eq!(field, "entries");
+    let (field, detail) = layout_refused(|l| l.entries[3].unit = "deg".into());
+    assert_eq!(field, "entries[3]");
+    assert!(detail.contains("\"deg\""), "{detail}");
+    let (field, _) = layout_refused(|l| l.entries.swap(0, 1));
+    assert_eq!(field, "entries[0]");
+    let (field, _) = layout_refused(|l| l.joint_offset[5] += 0.1);
+    assert_eq!(field, "joint_offset");
+    let (field, detail) = layout_refused(|l| l.accelerometer_scale *= 2.0);
+    assert_eq!(field, "accelerometer_scale");
+    assert!(detail.starts_with("is "), "{detail}");
+}
+
+/// The control rate and the rate limit are compared to a relative 1e-9 (1e-9 absolute at most
+/// under 1): a difference within it fits, one of exactly it too, one beyond is refused.
+#[test]
+fn rates_match_within_a_relative_tolerance_that_includes_its_bound() {
+    // 1e-8 Hz off 50 Hz is within 5e-8 Hz; 1e-9 rad/s off 6 rad/s within 6e-9 rad/s.
+    fits(|m| m.control_rate_hz = 50.0 + 1e-8).unwrap();
+    fits(|m| m.action.max_target_speed = Some(6.0 + 1e-9)).unwrap();
+    assert!(matches!(
+        fits(|m| m.control_rate_hz = 50.0 + 1e-7),
+        Err(Incompatible::ControlRate { .. })
+    ));
+    assert!(matches!(
+        fits(|m| m.action.max_target_speed = Some(6.0 + 1e-8)),
+        Err(Incompatible::TargetSpeed { .. })
+    ));
+    // Exactly the bound: 1e-9 against 0 differs by exactly 1e-9 * max(|0|, 1).
+    let (mut m, _) = quadruped();
+    m.control_rate_hz = 1e-9;
+    m.action.max_target_speed = Some(1e-9);
+    let zero = RobotSpec {
+        control_rate_hz: 0.0,
+        max_joint_speed: 0.0,
+        ..robot()
+    };
+    assert_eq!(check_fits(&m, &zero), Ok(()));
+}

@@ -37,6 +37,7 @@ fn saving_a_key_never_overwrites_a_file() {
         e.to_string().contains("bundle.key") && e.detail.contains("exists"),
         "{e}"
     );
+    assert_eq!(e.detail, "already exists; not overwritten");
     assert_eq!(std::fs::read_to_string(&sk).unwrap(), "precious");
     assert!(save_public_key(&sk, &generate_keypair().verifying_key()).is_err());
 }

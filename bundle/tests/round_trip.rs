@@ -34,7 +34,9 @@ fn write_then_read_gives_back_manifest_and_tensors_bit_for_bit() {
             b.manifest.observation.stacked_dim(),
             b.manifest.observation.normalizer.mean.len()
         );
-        assert!(b.tensor("actor.0.weight").is_some());
+        let w = b.tensor("actor.0.weight").unwrap();
+        assert_eq!(w.name, "actor.0.weight");
+        assert!(b.tensor("no.such.tensor").is_none());
     }
 }
 

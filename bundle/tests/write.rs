@@ -86,13 +86,20 @@ fn a_write_into_a_missing_folder_is_a_write_failure() {
 #[test]
 fn manifest_check_names_the_failing_field() {
     type Edit = fn(&mut Manifest, &mut Vec<Tensor>);
-    let cases: [(&str, Edit); 18] = [
+    let cases: [(&str, Edit); 23] = [
         ("format_version", |m, _| m.format_version = 2),
         ("robot.mjcf_sha256", |m, _| {
             m.robot.mjcf_sha256 = "ABC".into()
         }),
         ("provenance.teacher_sha256", |m, _| {
             m.provenance.teacher_sha256 = "x".into()
+        }),
+        // 64 digits, but uppercase; lowercase, but 3 digits.
+        ("robot.mjcf_sha256", |m, _| {
+            m.robot.mjcf_sha256 = "A".repeat(64)
+        }),
+        ("provenance.teacher_sha256", |m, _| {
+            m.provenance.teacher_sha256 = "abc".into()
         }),
         ("observation.layout.robot", |m, _| {
             m.robot.model = "other".into()
@@ -111,6 +118,17 @@ fn manifest_check_names_the_failing_field() {
         }),
         ("observation.normalizer.clip", |m, _| {
             m.observation.normalizer.clip = 0.0
+        }),
+        ("observation.normalizer.epsilon", |m, _| {
+            m.observation.normalizer.epsilon = -1.0
+        }),
+        ("observation.normalizer.epsilon", |m, _| {
+            m.observation.normalizer.epsilon = f64::INFINITY
+        }),
+        // A zero variance with a zero epsilon divides by zero.
+        ("observation.normalizer.var", |m, _| {
+            m.observation.normalizer.var[4] = 0.0;
+            m.observation.normalizer.epsilon = 0.0;
         }),
         ("action.names", |m, _| m.action.names.clear()),
         ("action.map.joint_names", |m, _| m.action.names.swap(0, 1)),
@@ -151,6 +169,10 @@ fn manifest_check_names_the_failing_field() {
         );
         assert!(!path.exists());
     }
+    // One physics step per control step is a whole number of them.
+    let (mut m, t) = (m0.clone(), t0.clone());
+    m.physics_rate_hz = Some(m.control_rate_hz);
+    m.check(&t).unwrap();
     // Cart-pole has no action map.
     let (m, t) = cartpole();
     assert!(m.action.map.is_none());
@@ -166,4 +188,21 @@ fn duplicate_tensor_names_are_refused() {
     let e = write(dir.path().join("b"), &m, &t, None).unwrap_err();
     assert_eq!(e.check, Check::Container);
     assert!(e.detail.contains("actor.0.weight"), "{e}");
+}
+
+/// A tensor named nothing, or `__metadata__` (the safetensors header's own key), is refused at
+/// write, as a container error naming it, and nothing is written.
+#[test]
+fn a_reserved_tensor_name_is_refused_at_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.clawrl");
+    let (m, t) = quadruped();
+    for name in ["", "__metadata__"] {
+        let mut with = t.clone();
+        with.push(Tensor::new(name, vec![1], vec![0.0]));
+        let e = write(&path, &m, &with, None).unwrap_err();
+        assert_eq!(e.check, Check::Container, "{e}");
+        assert_eq!(e.detail, format!("tensor name {name:?} is reserved"), "{e}");
+    }
+    assert!(dir_entries(dir.path()).is_empty());
 }
