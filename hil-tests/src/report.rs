@@ -106,18 +106,61 @@ pub fn error_text(name: &str, seed: u64, about: &str, error: &anyhow::Error) -> 
 }
 
 /// The report's last lines: one verdict per scenario (`seeds` as run), then the overall one.
-pub fn verdict_lines(verdicts: &[(String, String, bool)]) -> String {
+pub fn verdict_lines(verdicts: &[Verdict]) -> String {
     let mut s = String::from("\n");
-    for (name, seeds, passed) in verdicts {
-        let _ = writeln!(s, "verdict: {name} ({seeds}): {}", pass_fail(*passed));
+    for v in verdicts {
+        let _ = writeln!(
+            s,
+            "verdict: {} ({}): {}; {}",
+            v.name,
+            v.seeds,
+            pass_fail(v.passed),
+            v.figure
+        );
     }
     let n = verdicts.len();
-    let passed = verdicts.iter().filter(|v| v.2).count();
+    let passed = verdicts.iter().filter(|v| v.passed).count();
     let _ = writeln!(
         s,
         "verdict: overall: {} ({passed} of {n} scenarios passed)",
         pass_fail(passed == n)
     );
+    s
+}
+
+/// One scenario's line at the end of a report.
+pub struct Verdict {
+    pub name: String,
+    /// The seeds, as "seed 1" or "seeds 1-16".
+    pub seeds: String,
+    pub passed: bool,
+    /// Its headline figures (see [`headline`]).
+    pub figure: String,
+}
+
+/// A scenario's headline over its seeds: the servo outputs outside the joint limits (the
+/// safety figure every scenario has), and for a walking one the loop's mean speed (yaw rate,
+/// turning in place) against the pure simulation's.
+pub fn headline(out_of_limit: u64, checked: u64, cmps: &[Comparison], turn: bool) -> String {
+    let mut s = format!("{out_of_limit} of {checked} servo outputs outside the limits");
+    if !cmps.is_empty() {
+        let n = cmps.len() as f64;
+        let mean = |f: &dyn Fn(&Comparison) -> f64| cmps.iter().map(f).sum::<f64>() / n;
+        let (what, hil, sim) = if turn {
+            ("yaw", mean(&|c| c.hil.yaw_rate), mean(&|c| c.sim.yaw_rate))
+        } else {
+            (
+                "speed",
+                mean(&|c| c.hil.velocity[0]),
+                mean(&|c| c.sim.velocity[0]),
+            )
+        };
+        let unit = if turn { "rad/s" } else { "m/s" };
+        let _ = write!(
+            s,
+            "; {what} in the loop {hil:.2} {unit} (pure simulation {sim:.2})"
+        );
+    }
     s
 }
 

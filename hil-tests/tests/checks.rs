@@ -589,18 +589,42 @@ fn the_report_names_seeds_and_scenarios_and_ends_with_verdicts() {
             "{line}"
         );
     }
+    let walks = [cmp, cmp];
     let tail = report::verdict_lines(&[
-        ("walk".into(), "seeds 3-6".into(), true),
-        ("estop".into(), "seed 3".into(), false),
+        report::Verdict {
+            name: "walk".into(),
+            seeds: "seeds 3-6".into(),
+            passed: true,
+            figure: report::headline(0, 1000, &walks, false),
+        },
+        report::Verdict {
+            name: "estop".into(),
+            seeds: "seed 3".into(),
+            passed: false,
+            figure: report::headline(2, 500, &[], false),
+        },
     ]);
     let lines: Vec<&str> = tail.trim().lines().collect();
     assert_eq!(
         lines,
         [
-            "verdict: walk (seeds 3-6): PASS",
-            "verdict: estop (seed 3): FAIL",
+            "verdict: walk (seeds 3-6): PASS; 0 of 1000 servo outputs outside the limits; speed in the loop 0.22 m/s (pure simulation 0.24)",
+            "verdict: estop (seed 3): FAIL; 2 of 500 servo outputs outside the limits",
             "verdict: overall: FAIL (1 of 2 scenarios passed)"
         ]
+    );
+    let turned = report::headline(
+        0,
+        10,
+        &[Comparison {
+            hil: turn(0.5),
+            sim: turn(0.3),
+        }],
+        true,
+    );
+    assert!(
+        turned.ends_with("yaw in the loop 0.50 rad/s (pure simulation 0.30)"),
+        "{turned}"
     );
     let e = anyhow::anyhow!("device 100 answered with error 0x81").context("entering HIL mode");
     let err = report::error_text("walk", 4, "walk forward", &e);

@@ -90,8 +90,8 @@ pub fn run(a: Args) -> Result<()> {
                 }),
         };
         eprintln!("hil: {} ({}) ...", s.name, s.about);
-        let (passed, errored, seeds) = run_scenario(&a, s, &setup, &mut text)?;
-        verdicts.push((s.name.to_string(), seeds, passed));
+        let (verdict, errored) = run_scenario(&a, s, &setup, &mut text)?;
+        verdicts.push(verdict);
         // A real board that failed once (a latch, a pulled cable) fails every later scenario
         // the same way: stop, with the error in the report.
         if errored && a.board.is_some() {
@@ -111,8 +111,8 @@ pub fn run(a: Args) -> Result<()> {
         file.display(),
         a.out.display()
     );
-    let failed: Vec<&str> = (verdicts.iter().filter(|v| !v.2))
-        .map(|v| v.0.as_str())
+    let failed: Vec<&str> = (verdicts.iter().filter(|v| !v.passed))
+        .map(|v| v.name.as_str())
         .collect();
     if !failed.is_empty() {
         bail!("scenario(s) failed: {} (report.txt)", failed.join(", "));
@@ -121,17 +121,18 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 /// Runs one scenario on its seeds (--seed and the ones after it: `Kind::seed_count`; walk and
-/// turn with the gap over them), appending each block to `text`. Returns whether it
-/// passed, whether a run stopped with an error, and the seeds as the verdict line names them.
+/// turn with the gap over them), appending each block to `text`. Returns its verdict line
+/// and whether a run stopped with an error.
 fn run_scenario(
     a: &Args,
     s: &scenario::Scenario,
     setup: &scenario::Setup,
     text: &mut String,
-) -> Result<(bool, bool, String)> {
+) -> Result<(report::Verdict, bool)> {
     let seeds = scenario::seeds(s.kind, a.seed);
     let (mut ok, mut errored) = (true, false);
     let mut cmps = Vec::new();
+    let (mut out_of_limit, mut checked) = (0, 0);
     for (k, &seed) in seeds.iter().enumerate() {
         let one = scenario::Setup {
             seed,
@@ -141,6 +142,8 @@ fn run_scenario(
         let block = match scenario::run_and_check(s, &one) {
             Ok((o, cmp, checks)) => {
                 ok &= scenario::verdict(&checks);
+                out_of_limit += o.trace.out_of_limit;
+                checked += o.trace.outputs_checked;
                 if s.kind.walks() && k == 0 {
                     path_picture(&a.out, s, &o, &one)?;
                 }
@@ -170,7 +173,14 @@ fn run_scenario(
         text.push_str(&block);
         ok &= scenario::verdict(&gap);
     }
-    Ok((ok, errored, label))
+    let turn = s.command[0] == 0.0 && s.command[2] != 0.0;
+    let verdict = report::Verdict {
+        name: s.name.to_string(),
+        seeds: label,
+        passed: ok,
+        figure: report::headline(out_of_limit, checked, &cmps, turn),
+    };
+    Ok((verdict, errored))
 }
 
 /// The top-down path of a run against the pure simulation of the same seed.
