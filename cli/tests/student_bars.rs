@@ -1,0 +1,98 @@
+//! Issue 29's student bars on the shipped fixture (hil-tests/fixtures/student.clawrl: what
+//! configs/run/quadruped_distill.toml distils) against the shipped teacher, through `clawrl
+//! eval` as `scripts/student-bars` runs them, on fewer episodes: it sets off from a settled
+//! stand on every seed, turns in place, and keeps up with the teacher under the task's own
+//! commands. BENCHMARKS.md has the 100-episode table ("the student of the turning teacher").
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+const FIXTURE: &str = "hil-tests/fixtures/student.clawrl";
+const TEACHER: &str = "assets/pretrained/quadruped_flat_ppo";
+
+/// One column of `clawrl eval`'s per-episode table, one value per episode.
+fn column(dir: &Path, name: &str) -> Vec<f64> {
+    let csv = std::fs::read_to_string(dir.join("eval_episodes.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let i = header.iter().position(|h| *h == name).unwrap();
+    lines
+        .map(|l| l.split(',').nth(i).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// `clawrl eval` of `policy` (relative to the repository) into a fresh folder.
+fn eval(policy: &str, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let out = tmp(name);
+    let policy = repo().join(policy);
+    let mut args = vec![
+        "eval",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    ok(&mut clawrl(&args));
+    out
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+#[test]
+fn the_student_sets_off_from_a_settled_stand_on_every_seed() {
+    let settled = [
+        "--episodes",
+        "8",
+        "--num-envs",
+        "8",
+        "--command",
+        "0.3,0,0",
+        "--set",
+        "task.randomization.settled_start_probability=1.0",
+    ];
+    let dir = eval(FIXTURE, "bars-setoff", &settled);
+    let speed = column(&dir, "forward_speed_mps");
+    // Set off: 30 % of the command over the episode, as scenario::set_off.
+    assert!(speed.iter().all(|v| *v >= 0.09), "{speed:?}");
+    // And walks at it (0.25-0.33 m/s over 16 seeds in BENCHMARKS.md).
+    assert!(mean(&speed) >= 0.24, "{speed:?}");
+    assert!(column(&dir, "fell").iter().all(|f| *f == 0.0));
+}
+
+#[test]
+fn the_student_turns_in_place_at_four_fifths_of_the_command() {
+    let turn = [
+        "--episodes",
+        "4",
+        "--num-envs",
+        "4",
+        "--command",
+        "0,0,0.5",
+        "--set",
+        "task.randomization.settled_start_probability=1.0",
+    ];
+    let dir = eval(FIXTURE, "bars-turn", &turn);
+    let yaw = column(&dir, "yaw_rate_radps");
+    assert!(mean(&yaw) >= 0.4, "{yaw:?}");
+}
+
+/// The return bar on 16 episodes of the task's commands, the same seeds for both: 93 % of the
+/// teacher's (the issue's 95 % is over 100 episodes; on these 16 the fixture makes 96 %, the
+/// 64 x 64 student over 3 frames before it 91 %: this test tells the two apart). No falls.
+#[test]
+fn the_student_keeps_up_with_the_teacher_under_the_tasks_commands() {
+    let task = ["--episodes", "16"];
+    let teacher = mean(&column(&eval(TEACHER, "bars-teacher", &task), "return"));
+    let dir = eval(FIXTURE, "bars-student", &task);
+    let student = mean(&column(&dir, "return"));
+    assert!(
+        student >= 0.93 * teacher,
+        "student {student:.2} against the teacher's {teacher:.2}"
+    );
+    assert!(column(&dir, "fell").iter().all(|f| *f == 0.0));
+}
