@@ -363,6 +363,20 @@ student_model = "student"
     }
 
     #[test]
+    fn a_key_with_whitespace_or_a_control_character_inside_is_refused() {
+        // Inside the key: a space and a no-break space (whitespace, not control), DEL and
+        // ESC (control, not whitespace), a tab (both). Each alone is enough.
+        for key in ["ab cd", "ab\u{a0}cd", "ab\u{7f}cd", "ab\u{1b}cd", "ab\tcd"] {
+            assert_eq!(
+                check_key(key),
+                Err("it contains whitespace or control characters".to_string()),
+                "{key:?}"
+            );
+        }
+        assert_eq!(check_key("ab-cd_0123.~+/="), Ok(()));
+    }
+
+    #[test]
     fn a_padded_file_key_or_bad_url_is_refused() {
         let padded = GOOD.replace("\"secret-key\"", "\"secret-key \"");
         let e = load(&padded, &env_none).unwrap_err();
