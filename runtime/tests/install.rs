@@ -640,8 +640,10 @@ fn an_install_clears_what_an_interrupted_one_left_in_the_slot() {
         !hidden(inactive).is_empty(),
         "the kill left its temporary copy"
     );
-    // Also a stray file of an older version's install.
+    // Also a stray file of an older version's install, and a dot file of another name
+    // (which no later write of the install would rename away).
     std::fs::write(inactive.dir(&root).join(".installed.json.tmp"), b"{").unwrap();
+    std::fs::write(inactive.dir(&root).join(".bundle.clawrl.old"), b"x").unwrap();
     ok(&mut install_cmd(&root, &b3));
     assert_eq!(hidden(inactive), Vec::<String>::new());
 }
@@ -810,4 +812,236 @@ fn a_robot_config_with_another_rate_limit_refuses_the_bundle() {
         .parse()
         .unwrap();
     assert_eq!(trained, shipped.safety.max_joint_speed);
+}
+
+/// The states an install leaves behind in `status`: a slot that never held anything is empty,
+/// a bundle without its record or a record without its bundle does not verify, and the
+/// current slot's bundle is the one `current_installed` gives (not the other slot's).
+#[test]
+fn status_tells_an_empty_slot_from_a_half_written_one_and_picks_the_current() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (b1, b2) = (
+        quadruped_bundle(dir.path(), 1),
+        quadruped_bundle(dir.path(), 2),
+    );
+    ok(&mut install_cmd(&root, &b1));
+    let first = install::status(&root).unwrap();
+    let (a, b) = (first.current.unwrap(), first.current.unwrap().other());
+    assert_eq!(first.slots[1], (install::Slot::B, SlotState::Empty));
+    assert_eq!(a, install::Slot::A);
+    let state_of_b = || install::status(&root).unwrap().slots[1].1.clone();
+
+    // The inactive slot with a bundle and no record, then a record and no bundle.
+    std::fs::copy(a.bundle(&root), b.bundle(&root)).unwrap();
+    assert!(
+        matches!(state_of_b(), SlotState::Broken(ref why) if why.contains("installed.json")),
+        "{:?}",
+        state_of_b()
+    );
+    std::fs::remove_file(b.bundle(&root)).unwrap();
+    std::fs::copy(a.record(&root), b.record(&root)).unwrap();
+    assert!(
+        matches!(state_of_b(), SlotState::Broken(ref why) if why.contains("bundle.clawrl")),
+        "{:?}",
+        state_of_b()
+    );
+    std::fs::remove_file(b.record(&root)).unwrap();
+    assert_eq!(state_of_b(), SlotState::Empty);
+
+    // Two bundles: the current one is the second, in slot B, though A also verifies.
+    ok(&mut install_cmd(&root, &b2));
+    let s = install::status(&root).unwrap();
+    assert!(matches!(s.slots[0].1, SlotState::Installed(_)), "{s}");
+    let cur = s.current_installed().unwrap();
+    assert_eq!((cur.slot, &cur.bundle), (b, &b.bundle(&root)));
+    assert_eq!(
+        std::fs::read(&cur.bundle).unwrap(),
+        std::fs::read(&b2).unwrap()
+    );
+}
+
+/// `current_bundle` hands `run` a regular file only: a directory or a symlink where the
+/// current slot's bundle should be is refused by name.
+#[test]
+fn the_current_bundle_must_be_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let b1 = quadruped_bundle(dir.path(), 1);
+    ok(&mut install_cmd(&root, &b1));
+    let path = install::current_bundle(&root).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&b1, &path).unwrap();
+    let e = install::current_bundle(&root).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("{}: is not a regular file", path.display())
+    );
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    let e = install::current_bundle(&root).unwrap_err();
+    assert!(matches!(e, InstallError::Layout { .. }), "{e}");
+}
+
+/// The install drops `previous` before it clears the slot `previous` points at (a kill after
+/// that leaves no link to a half-cleared slot), and keeps it when it points elsewhere.
+#[test]
+fn an_install_drops_previous_only_when_it_points_at_the_slot_being_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let b: Vec<PathBuf> = (1..=4).map(|s| quadruped_bundle(dir.path(), s)).collect();
+    ok(&mut install_cmd(&root, &b[0]));
+    ok(&mut install_cmd(&root, &b[1]));
+    let s = install::status(&root).unwrap();
+    let (cur, prev) = (s.current.unwrap(), s.previous.unwrap());
+    assert_eq!(prev, cur.other());
+    // `previous` is the slot the next install clears: dropped at DropPrevious.
+    let kill = |bundle: &Path, step: Step| {
+        let o = install_cmd(&root, bundle)
+            .env(ABORT_ENV, step.name())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.signal(), Some(SIGABRT), "{:?}", out(&o));
+    };
+    kill(&b[2], Step::ClearSlot);
+    let s = install::status(&root).unwrap();
+    assert_eq!((s.current, s.previous), (Some(cur), None));
+    // Both links on the current slot (an install killed just before its switch), then an
+    // install killed after DropPrevious: `previous` does not point at the slot it clears, so
+    // it stays.
+    ok(&mut install_cmd(&root, &b[2]));
+    let s = install::status(&root).unwrap();
+    let cur = s.current.unwrap();
+    assert_eq!(s.previous, Some(cur.other()));
+    kill(&b[3], Step::SwitchCurrent);
+    let s = install::status(&root).unwrap();
+    assert_eq!((s.current, s.previous), (Some(cur), Some(cur)));
+    kill(&b[3], Step::ClearSlot);
+    let s = install::status(&root).unwrap();
+    assert_eq!((s.current, s.previous), (Some(cur), Some(cur)));
+}
+
+/// A slot file the install cannot remove (here a directory where the record goes) stops the
+/// install with the removal named, before anything under the root changed.
+#[test]
+fn an_install_that_cannot_clear_the_inactive_slot_stops_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (b1, b2) = (
+        quadruped_bundle(dir.path(), 1),
+        quadruped_bundle(dir.path(), 2),
+    );
+    ok(&mut install_cmd(&root, &b1));
+    let inactive = install::status(&root).unwrap().current.unwrap().other();
+    std::fs::create_dir(inactive.record(&root)).unwrap();
+    std::fs::write(inactive.record(&root).join("x"), b"x").unwrap();
+    let before = snapshot(&root);
+    let e = refused(&mut install_cmd(&root, &b2));
+    assert!(
+        e.contains(&format!("remove {}", inactive.record(&root).display())),
+        "{e}"
+    );
+    assert_eq!(snapshot(&root), before);
+}
+
+/// `current` that is not a symlink at all (a regular file) is an error naming it, not "nothing
+/// installed": `run` must not start from an empty root that is not empty.
+#[test]
+fn a_slot_link_that_is_a_regular_file_is_an_error_not_an_empty_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    ok(&mut install_cmd(&root, &quadruped_bundle(dir.path(), 1)));
+    let link = root.join("current");
+    std::fs::remove_file(&link).unwrap();
+    std::fs::write(&link, b"slots/a").unwrap();
+    let e = install::current_bundle(&root).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            InstallError::Io {
+                what: "read symlink",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with(&format!("read symlink {}: ", link.display())),
+        "{e}"
+    );
+}
+
+/// A lock held for less than the wait (500 ms) is waited for, not reported busy: here
+/// another holder lets go after 100 ms and the install goes through; held throughout, the
+/// refusal comes only after the wait.
+#[test]
+fn a_root_lock_released_within_the_wait_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (t, q) = (Trust::default(), robot());
+    install::install(&root, &quadruped_bundle(dir.path(), 1), &t, &q).unwrap();
+    let b2 = quadruped_bundle(dir.path(), 2);
+    let hold = || {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(root.join(".lock"))
+            .unwrap();
+        f.lock().unwrap();
+        f
+    };
+    let held = hold();
+    let start = std::time::Instant::now();
+    let e = install::install(&root, &b2, &t, &q).unwrap_err();
+    assert!(matches!(e, InstallError::Busy { .. }), "{e}");
+    assert!(
+        start.elapsed() >= std::time::Duration::from_millis(500),
+        "{:?}",
+        start.elapsed()
+    );
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        drop(held);
+    });
+    let i = install::install(&root, &b2, &t, &q).unwrap();
+    releaser.join().unwrap();
+    assert_eq!(
+        std::fs::read(&i.bundle).unwrap(),
+        std::fs::read(&b2).unwrap()
+    );
+}
+
+/// The record says when the bundle was installed: the wall clock, in whole seconds.
+#[test]
+fn the_record_holds_the_install_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let b1 = quadruped_bundle(dir.path(), 1);
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let before = now();
+    let i = install::install(&root, &b1, &Trust::default(), &robot()).unwrap();
+    let after = now();
+    let t = i.record.installed_unix_s;
+    assert!(before <= t && t <= after, "{before} <= {t} <= {after}");
+}
+
+/// `--require-signature` alone (no `--trust`, a config that does not require one) refuses an
+/// unsigned bundle: the flag adds to the config's rule, it does not need the config to agree.
+#[test]
+fn require_signature_alone_refuses_an_unsigned_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let unsigned = quadruped_bundle(dir.path(), 1);
+    let e = refused(install_cmd(&root, &unsigned).arg("--require-signature"));
+    assert!(
+        e.contains("signature check failed") && e.contains("unsigned"),
+        "{e}"
+    );
+    let e = install::current_bundle(&root).unwrap_err();
+    assert!(matches!(e, InstallError::NotInstalled { .. }), "{e}");
 }

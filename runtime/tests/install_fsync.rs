@@ -59,7 +59,8 @@ fn without_pid(line: &str) -> &str {
         return rest.split_once(']').map_or(line, |(_, r)| r.trim_start());
     }
     match line.split_once(' ') {
-        Some((pid, rest)) if pid.bytes().all(|b| b.is_ascii_digit()) => rest,
+        // strace pads the pid (`8959  fsync(...)`): the call starts after the spaces.
+        Some((pid, rest)) if pid.bytes().all(|b| b.is_ascii_digit()) => rest.trim_start(),
         _ => line,
     }
 }
@@ -202,6 +203,7 @@ fn strace_lines_parse_into_syncs_and_renames() {
 [pid 8] fsync(6</r/slots>) = 0
 fdatasync(7</r/log>) = 0
 rename(\"/r/a\", \"/r/b\") = 0
+8959  fsync(6</r/padded>) = 0
 ";
     let p = PathBuf::from;
     assert_eq!(
@@ -223,6 +225,7 @@ rename(\"/r/a\", \"/r/b\") = 0
                 from: p("/r/a"),
                 to: p("/r/b")
             },
+            Call::Sync(p("/r/padded")),
         ]
     );
 }

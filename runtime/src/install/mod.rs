@@ -206,6 +206,10 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
         assert_eq!(utc(1_700_000_000), "2023-11-14 22:13:20 UTC");
+        // 2100 is not a leap year: its February ends on the 28th, then March. Only days near
+        // the turn of a year not divisible by 400 test the century terms of the year of era.
+        assert_eq!(utc(4_107_542_399), "2100-02-28 23:59:59 UTC");
+        assert_eq!(utc(4_107_542_400), "2100-03-01 00:00:00 UTC");
     }
 
     #[test]
