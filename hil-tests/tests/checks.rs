@@ -493,6 +493,10 @@ fn the_gap_over_seeds_fails_when_it_should() {
     // No seed on which both set off.
     let none = gap(&[0.1, 0.1, 0.1, 0.1], &[0.1, 0.1, 0.1, 2.6]);
     assert!(none.iter().any(|c| !c.passed()), "{}", show(&none));
+    // No seed run at all: "every seed" holds vacuously, but nothing walked: [0] fails.
+    let empty = gap(&[], &[]);
+    assert!(!empty[0].passed(), "{}", show(&empty));
+    assert!(!scenario::verdict(&empty), "{}", show(&empty));
 }
 
 /// A turn in place (0.5 rad/s) at `yaw` rad/s, standing on the spot.
@@ -534,6 +538,14 @@ fn a_turn_must_turn_on_every_seed_and_reach_four_fifths_of_the_command_on_the_me
     let stuck = checks(&[0.14, 0.56, 0.56, 0.56], &[0.47, 0.45, 0.46, 0.44]);
     assert!(!stuck[0].passed() && stuck[1].passed(), "{}", show(&stuck));
     assert!(!scenario::verdict(&stuck));
+    // No seed run: [0] fails, and no mean yaw rate of no seeds (0/0) is reported.
+    let none = checks(&[], &[]);
+    assert!(!none[0].passed(), "{}", show(&none));
+    assert!(
+        none.iter().all(|c| !c.what.contains("mean yaw rate")),
+        "{}",
+        show(&none)
+    );
 }
 
 /// Pass conditions follow the scenario's kind, not its name: renamed, the cable scenario still
