@@ -116,7 +116,8 @@ fn the_manifest_describes_the_quadruped_student() {
     assert!((physics - 250.0).abs() < 1e-9, "{physics}");
     m.check(&parts.tensors).unwrap();
     assert_eq!(m.observation.layout.dim(), 60);
-    assert_eq!(m.observation.stacked_dim(), 60 * 3);
+    // The current frame and the config's history (15 past frames in the shipped student).
+    assert_eq!(m.observation.stacked_dim(), 60 * (pcfg.history + 1));
     let map = m.action.map.as_ref().unwrap();
     assert_eq!(map.joint_names.len(), 16);
     assert_eq!(map.scale[0], 0.3);
