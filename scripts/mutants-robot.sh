@@ -29,7 +29,7 @@ for scope in "${scopes[@]}"; do
         # doctored outcomes of tests/checks.rs (no MuJoCo run); not the scenario runners.
         hil-checks) args=(--package clawrl-hil-tests --cargo-arg=--lib --cargo-arg=--test=checks
             --file hil-tests/src/scenario.rs)
-            re='(in |replace )(Kind::\w+|Check::passed|verdict|check|reported|Comparison::\w+|set_off|task_figure|gap_checks|measured_gap|checks)( ->|$)' ;;
+            re='(in |replace )(Kind::\w+|Check::passed|verdict|check|reported|Comparison::\w+|Scenario::turns_in_place|mean_of|set_off|task_figure|gap_checks|measured_gap|checks)( ->|$)' ;;
         controller) args=(--package clawrl-runtime --cargo-arg=--lib
             --file runtime/src/controller/mod.rs --file runtime/src/controller/safety.rs) ;;
         bundle) args=(--package clawrl-bundle

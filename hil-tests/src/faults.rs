@@ -90,23 +90,25 @@ impl Faults {
         }
     }
 
+    /// Whether a fault of this kind is active at `t`.
+    fn any_active(&self, t: f64, kind: impl Fn(&Fault) -> bool) -> bool {
+        self.windows.iter().any(|w| w.active(t) && kind(&w.fault))
+    }
+
     /// Whether nothing from the runtime can reach the board at `t`: the cable out, the line
     /// off or stalled (an intermittent line counts while its window lasts).
     pub fn link_down(&self, t: f64) -> bool {
-        self.windows.iter().any(|w| {
-            w.active(t)
-                && matches!(
-                    w.fault,
-                    Fault::Unplug | Fault::Off | Fault::Stall | Fault::Intermittent { .. }
-                )
+        self.any_active(t, |f| {
+            matches!(
+                f,
+                Fault::Unplug | Fault::Off | Fault::Stall | Fault::Intermittent { .. }
+            )
         })
     }
 
     /// Whether the cable is out at `t`.
     pub fn unplugged(&self, t: f64) -> bool {
-        self.windows
-            .iter()
-            .any(|w| w.fault == Fault::Unplug && w.active(t))
+        self.any_active(t, |f| *f == Fault::Unplug)
     }
 
     /// Applies the faults active at `t` (s) to one unit; returns the simulated time (s) at

@@ -144,8 +144,7 @@ pub struct Verdict {
 pub fn headline(out_of_limit: u64, checked: u64, cmps: &[Comparison], turn: bool) -> String {
     let mut s = format!("{out_of_limit} of {checked} servo outputs outside the limits");
     if !cmps.is_empty() {
-        let n = cmps.len() as f64;
-        let mean = |f: &dyn Fn(&Comparison) -> f64| cmps.iter().map(f).sum::<f64>() / n;
+        let mean = |f: &dyn Fn(&Comparison) -> f64| crate::scenario::mean_of(cmps, f);
         let (what, hil, sim) = if turn {
             ("yaw", mean(&|c| c.hil.yaw_rate), mean(&|c| c.sim.yaw_rate))
         } else {

@@ -93,6 +93,12 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// A turn in place (no forward command): its task figure is the yaw rate, not the
+    /// distance walked.
+    pub fn turns_in_place(&self) -> bool {
+        self.command[0] == 0.0
+    }
+
     fn new(
         kind: Kind,
         name: &'static str,
@@ -533,19 +539,30 @@ pub const TURN_SHARE: f64 = 0.8;
 /// Whether a run did the scenario's task at all: at least 30 % of the commanded forward speed
 /// (or yaw rate, for a turn in place).
 pub fn set_off(s: &Scenario, w: &Walk) -> bool {
-    if s.command[0] != 0.0 {
-        w.velocity[0] / s.command[0] >= 0.3
-    } else {
+    if s.turns_in_place() {
         w.yaw_rate / s.command[2] >= 0.3
+    } else {
+        w.velocity[0] / s.command[0] >= 0.3
     }
+}
+
+/// The mean of `f` over comparisons (NaN over none).
+pub fn mean_of<'a>(
+    cmps: impl IntoIterator<Item = &'a Comparison>,
+    f: impl Fn(&Comparison) -> f64,
+) -> f64 {
+    let (sum, n) = cmps
+        .into_iter()
+        .fold((0.0, 0usize), |(sum, n), c| (sum + f(c), n + 1));
+    sum / n as f64
 }
 
 /// The figure a scenario's gap is measured on: distance walked, or yaw rate for a turn.
 pub fn task_figure(s: &Scenario, w: &Walk) -> f64 {
-    if s.command[0] != 0.0 {
-        w.distance
-    } else {
+    if s.turns_in_place() {
         w.yaw_rate
+    } else {
+        w.distance
     }
 }
 
@@ -560,17 +577,17 @@ pub fn task_figure(s: &Scenario, w: &Walk) -> f64 {
 pub fn gap_checks(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
     let n = cmps.len();
     let did = cmps.iter().filter(|c| set_off(s, &c.hil)).count();
-    let task = if s.command[0] != 0.0 {
-        "set off"
-    } else {
+    let task = if s.turns_in_place() {
         "turned"
+    } else {
+        "set off"
     };
     let mut v = vec![check(
         format!("the loop {task} on {did} of {n} seeds (all)"),
         n > 0 && did == n,
     )];
-    if s.command[0] == 0.0 && n > 0 {
-        let mean = cmps.iter().map(|c| c.hil.yaw_rate).sum::<f64>() / n as f64;
+    if s.turns_in_place() && n > 0 {
+        let mean = mean_of(cmps, |c| c.hil.yaw_rate);
         let bar = TURN_SHARE * s.command[2];
         v.push(check(
             format!("the loop's mean yaw rate over the seeds {mean:.3} rad/s (at least {bar:.2})"),
@@ -607,8 +624,7 @@ fn measured_gap(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
         ));
         return v;
     }
-    let mean =
-        |f: &dyn Fn(&Comparison) -> f64| both.iter().map(|c| f(c)).sum::<f64>() / both.len() as f64;
+    let mean = |f: &dyn Fn(&Comparison) -> f64| mean_of(both.iter().copied(), f);
     let (h, m) = (
         mean(&|c| task_figure(s, &c.hil)),
         mean(&|c| task_figure(s, &c.sim)),
@@ -618,10 +634,10 @@ fn measured_gap(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
         mean(&|c| c.hil.velocity_error),
         mean(&|c| c.sim.velocity_error),
     );
-    let what = if s.command[0] != 0.0 {
-        "distance (m)"
-    } else {
+    let what = if s.turns_in_place() {
         "yaw rate (rad/s)"
+    } else {
+        "distance (m)"
     };
     let allowed = me + TRACKING_ALLOWANCE.max(TRACKING_GAP * me);
     v.push(check(

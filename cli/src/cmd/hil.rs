@@ -173,12 +173,11 @@ fn run_scenario(
         text.push_str(&block);
         ok &= scenario::verdict(&gap);
     }
-    let turn = s.command[0] == 0.0 && s.command[2] != 0.0;
     let verdict = report::Verdict {
         name: s.name.to_string(),
         seeds: label,
         passed: ok,
-        figure: report::headline(out_of_limit, checked, &cmps, turn),
+        figure: report::headline(out_of_limit, checked, &cmps, s.turns_in_place()),
     };
     Ok((verdict, errored))
 }
