@@ -22,11 +22,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-version=27.1.0
-if ! cargo mutants --version 2>/dev/null | grep -qx "cargo-mutants $version"; then
-    echo "== installing cargo-mutants $version"
-    cargo install --locked cargo-mutants --version "$version"
-fi
+scripts/ensure-cargo-mutants
 
 # Each build directory gets its own target/; a shared one would serialise the jobs on its lock.
 unset CARGO_TARGET_DIR

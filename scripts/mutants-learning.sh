@@ -12,10 +12,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-version=27.1.0
-if ! cargo mutants --version 2>/dev/null | grep -qx "cargo-mutants $version"; then
-    cargo install --locked cargo-mutants --version "$version"
-fi
+scripts/ensure-cargo-mutants
 files=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do files+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
