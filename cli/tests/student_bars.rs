@@ -39,23 +39,32 @@ fn eval(policy: &str, name: &str, extra: &[&str]) -> std::path::PathBuf {
     out
 }
 
+/// `clawrl eval` arguments for `n` episodes from a settled stand (the runtime's stand-up pose,
+/// standing still) under a fixed `command`, one environment each.
+fn from_a_settled_stand<'a>(n: &'a str, command: &'a str) -> [&'a str; 8] {
+    [
+        "--episodes",
+        n,
+        "--num-envs",
+        n,
+        "--command",
+        command,
+        "--set",
+        "task.randomization.settled_start_probability=1.0",
+    ]
+}
+
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
 #[test]
 fn the_student_sets_off_from_a_settled_stand_on_every_seed() {
-    let settled = [
-        "--episodes",
-        "8",
-        "--num-envs",
-        "8",
-        "--command",
-        "0.3,0,0",
-        "--set",
-        "task.randomization.settled_start_probability=1.0",
-    ];
-    let dir = eval(FIXTURE, "bars-setoff", &settled);
+    let dir = eval(
+        FIXTURE,
+        "bars-setoff",
+        &from_a_settled_stand("8", "0.3,0,0"),
+    );
     let speed = column(&dir, "forward_speed_mps");
     // Set off: 30 % of the command over the episode, as scenario::set_off.
     assert!(speed.iter().all(|v| *v >= 0.09), "{speed:?}");
@@ -66,17 +75,7 @@ fn the_student_sets_off_from_a_settled_stand_on_every_seed() {
 
 #[test]
 fn the_student_turns_in_place_at_four_fifths_of_the_command() {
-    let turn = [
-        "--episodes",
-        "4",
-        "--num-envs",
-        "4",
-        "--command",
-        "0,0,0.5",
-        "--set",
-        "task.randomization.settled_start_probability=1.0",
-    ];
-    let dir = eval(FIXTURE, "bars-turn", &turn);
+    let dir = eval(FIXTURE, "bars-turn", &from_a_settled_stand("4", "0,0,0.5"));
     let yaw = column(&dir, "yaw_rate_radps");
     assert!(mean(&yaw) >= 0.4, "{yaw:?}");
 }
