@@ -440,17 +440,42 @@ fn walk(distance: f64) -> Walk {
     }
 }
 
-fn gap(hil: &[f64], sim: &[f64]) -> Vec<Check> {
-    let s = scenario::by_name("walk").unwrap();
+/// A turn in place at `yaw_rate` rad/s (the turn scenario commands 0.5) over its 6 s.
+fn turning(yaw_rate: f64) -> Walk {
+    Walk {
+        seconds: 6.0,
+        distance: 0.05,
+        velocity: [0.0, 0.0],
+        velocity_error: 0.04,
+        yaw_rate,
+        yaw_rate_error: (yaw_rate - 0.5).abs(),
+        fell: false,
+    }
+}
+
+/// The checks over seeds of scenario `name`, one comparison per pair of figures, each made a
+/// run by `run` (a distance walked, or a yaw rate).
+fn gap_of(name: &str, run: fn(f64) -> Walk, hil: &[f64], sim: &[f64]) -> Vec<Check> {
+    let s = scenario::by_name(name).unwrap();
     let cmps: Vec<Comparison> = hil
         .iter()
         .zip(sim)
         .map(|(h, m)| Comparison {
-            hil: walk(*h),
-            sim: walk(*m),
+            hil: run(*h),
+            sim: run(*m),
         })
         .collect();
     scenario::gap_checks(&s, &cmps)
+}
+
+/// The walk's checks over seeds, from the distances walked in the loop and the simulation.
+fn gap(hil: &[f64], sim: &[f64]) -> Vec<Check> {
+    gap_of("walk", walk, hil, sim)
+}
+
+/// The turn's checks over seeds, from the yaw rates in the loop and the simulation.
+fn turn_gap(hil: &[f64], sim: &[f64]) -> Vec<Check> {
+    gap_of("turn", turning, hil, sim)
 }
 
 #[test]
@@ -499,47 +524,22 @@ fn the_gap_over_seeds_fails_when_it_should() {
     assert!(!scenario::verdict(&empty), "{}", show(&empty));
 }
 
-/// A turn in place (0.5 rad/s) at `yaw` rad/s, standing on the spot.
-fn turn(yaw: f64) -> Walk {
-    Walk {
-        seconds: 5.0,
-        distance: 0.05,
-        velocity: [0.0, 0.0],
-        velocity_error: 0.01,
-        yaw_rate: yaw,
-        yaw_rate_error: (yaw - 0.5).abs(),
-        fell: false,
-    }
-}
-
 #[test]
 fn a_turn_must_turn_on_every_seed_and_reach_four_fifths_of_the_command_on_the_mean() {
-    let s = scenario::by_name("turn").unwrap();
-    let checks = |hil: &[f64], sim: &[f64]| {
-        let cmps: Vec<Comparison> = hil
-            .iter()
-            .zip(sim)
-            .map(|(h, m)| Comparison {
-                hil: turn(*h),
-                sim: turn(*m),
-            })
-            .collect();
-        scenario::gap_checks(&s, &cmps)
-    };
     // [0] every seed turned (30 % of 0.5 rad/s), [1] the mean reached 0.4 rad/s; the rest,
     // the gap to the pure simulation, is reported.
-    let ok = checks(&[0.34, 0.56, 0.50, 0.41], &[0.47, 0.0, 0.23, 0.44]);
+    let ok = turn_gap(&[0.34, 0.56, 0.50, 0.41], &[0.47, 0.0, 0.23, 0.44]);
     assert!(scenario::verdict(&ok), "{}", show(&ok));
     assert!(ok[2..].iter().all(|c| !c.asserted), "{}", show(&ok));
     // A mean of 0.395 rad/s: under the bar, though every seed turned.
-    let slow = checks(&[0.38, 0.40, 0.40, 0.40], &[0.47, 0.45, 0.46, 0.44]);
+    let slow = turn_gap(&[0.38, 0.40, 0.40, 0.40], &[0.47, 0.45, 0.46, 0.44]);
     assert!(slow[0].passed() && !slow[1].passed(), "{}", show(&slow));
     // One seed at 0.14 rad/s has not turned, though the mean clears 0.4.
-    let stuck = checks(&[0.14, 0.56, 0.56, 0.56], &[0.47, 0.45, 0.46, 0.44]);
+    let stuck = turn_gap(&[0.14, 0.56, 0.56, 0.56], &[0.47, 0.45, 0.46, 0.44]);
     assert!(!stuck[0].passed() && stuck[1].passed(), "{}", show(&stuck));
     assert!(!scenario::verdict(&stuck));
     // No seed run: [0] fails, and no mean yaw rate of no seeds (0/0) is reported.
-    let none = checks(&[], &[]);
+    let none = turn_gap(&[], &[]);
     assert!(!none[0].passed(), "{}", show(&none));
     assert!(
         none.iter().all(|c| !c.what.contains("mean yaw rate")),
@@ -629,8 +629,8 @@ fn the_report_names_seeds_and_scenarios_and_ends_with_verdicts() {
         0,
         10,
         &[Comparison {
-            hil: turn(0.5),
-            sim: turn(0.3),
+            hil: turning(0.5),
+            sim: turning(0.3),
         }],
         true,
     );
@@ -738,36 +738,13 @@ fn the_gaps_are_relative_to_the_pure_simulation() {
     assert!((farther.distance_gap() - 0.2).abs() < 1e-12);
 }
 
-/// A turn in place at `yaw_rate` rad/s (the turn scenario commands 0.5) over its 6 s.
-fn turning(yaw_rate: f64) -> Walk {
-    Walk {
-        seconds: 6.0,
-        distance: 0.05,
-        velocity: [0.0, 0.0],
-        velocity_error: 0.04,
-        yaw_rate,
-        yaw_rate_error: (yaw_rate - 0.5).abs(),
-        fell: false,
-    }
-}
-
 /// The turn's gap is measured on its yaw rate (it sets off at 30 % of the commanded 0.5
 /// rad/s; the figure is the mean yaw rate where both set off) and is only reported: a turn
 /// that fails it still passes, where the same failure on the walk fails.
 #[test]
 fn a_turn_gap_is_measured_on_yaw_rate_and_only_reported() {
-    let s = scenario::by_name("turn").unwrap();
-    let cmps = |hil: &[f64], sim: &[f64]| -> Vec<Comparison> {
-        hil.iter()
-            .zip(sim)
-            .map(|(h, m)| Comparison {
-                hil: turning(*h),
-                sim: turning(*m),
-            })
-            .collect()
-    };
     // 0.8, 0.47 and 0.2 rad/s set off (0.15 or more), 0.1 does not.
-    let v = scenario::gap_checks(&s, &cmps(&[0.8, 0.47, 0.1, 0.2], &[0.47, 0.5, 0.48, 0.46]));
+    let v = turn_gap(&[0.8, 0.47, 0.1, 0.2], &[0.47, 0.5, 0.48, 0.46]);
     assert_eq!(v.len(), 4, "{}", show(&v));
     // The loop's own bars, asserted: every seed turned (3 of 4 did), and the mean over the
     // four, (0.8 + 0.47 + 0.1 + 0.2) / 4 = 0.3925, reached 0.4 (it did not).
@@ -802,7 +779,7 @@ fn a_turn_gap_is_measured_on_yaw_rate_and_only_reported() {
     assert!(v[3].held, "{}", show(&v));
     assert!(v[2..].iter().all(|c| !c.asserted), "{}", show(&v));
     // Never turning: the loop's bars fail the verdict; the gap fails, reported only.
-    let still = scenario::gap_checks(&s, &cmps(&[0.1; 4], &[0.47, 0.5, 0.48, 0.46]));
+    let still = turn_gap(&[0.1; 4], &[0.47, 0.5, 0.48, 0.46]);
     assert!(
         still[2..].iter().all(|c| !c.held && !c.asserted),
         "{}",
