@@ -9,8 +9,8 @@
 //!   friction (1), torso payload (1, kg), servo strength (1), foot contact forces (4, N / 10),
 //!   floor height around each foot relative to the torso (4 feet x 3 points, m).
 use super::QuadrupedEnv;
+use clawrl_robot::OnboardLayout;
 use clawrl_robot::observation::offsets;
-use clawrl_robot::{OnboardLayout, OnboardSensors};
 
 use super::layout::{LEGS, NUM_FEET, NUM_SERVOS};
 use super::math::{Vec3, rotate_inv};
@@ -43,23 +43,10 @@ impl QuadrupedEnv {
     /// Recomputes both layouts from the current state, drawing fresh sensor noise. Called once
     /// per reset and step, so `observe` is a copy.
     pub(super) fn update_observation(&mut self) {
-        let l = &self.robot.layout;
         let n = &self.cfg.noise;
-        let (qpos, qvel) = (self.data.qpos(), self.data.qvel());
-        // What the sensors read; the servos read their own angle plus a calibration error.
-        // Through the board (`noise.board_sensor_path`): what the runtime decodes from it.
-        let sensors = match &self.board {
-            Some(board) => board.reading(),
-            None => OnboardSensors {
-                gyro: self.sensor(l.sensor_gyro),
-                quat: self.base_quat(),
-                acc: self.sensor(l.sensor_acc),
-                joint_pos: std::array::from_fn(|i| {
-                    qpos[l.servo_qpos[i]] + self.params.joint_offset[i]
-                }),
-                joint_vel: std::array::from_fn(|i| qvel[l.servo_dof[i]]),
-            },
-        };
+        // What the sensors read (the servos their own angle plus a calibration error), through
+        // the board when `noise.board_sensor_path` is on: what the runtime decodes from it.
+        let sensors = self.sensors_as_read();
         // The runtime builds its observation with the same function (clawrl-robot).
         let mut values = [0.0f64; ONBOARD_DIM];
         self.spec.onboard_layout.quadruped_values(
