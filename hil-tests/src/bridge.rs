@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clawrl_firmware::FirmwareConfig;
@@ -204,6 +204,16 @@ impl Loop {
         self.board.now_us() as f64 * 1e-6
     }
 
+    /// Lockstep: how long the body waits for the runtime's next cycle before it moves on
+    /// alone (shorter while a fault holds the link down).
+    fn free_run(&self) -> Duration {
+        if self.faults.link_down(self.now_s()) {
+            self.cfg.free_run_link_down
+        } else {
+            self.cfg.free_run
+        }
+    }
+
     fn run(mut self, stop: &AtomicBool) -> Result<Trace> {
         let start = Instant::now();
         let mut last_cycle = Instant::now();
@@ -224,13 +234,8 @@ impl Loop {
                 }
                 self.deliver_to_board();
             }
-            let free_run = if self.faults.link_down(self.now_s()) {
-                self.cfg.free_run_link_down
-            } else {
-                self.cfg.free_run
-            };
             match self.cfg.clocking {
-                Clocking::Lockstep if last_cycle.elapsed() >= free_run => {
+                Clocking::Lockstep if last_cycle.elapsed() >= self.free_run() => {
                     self.period();
                     self.trace.free_run_periods += 1;
                     last_cycle = Instant::now();
