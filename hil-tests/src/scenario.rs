@@ -55,24 +55,9 @@ impl Kind {
         }
     }
 
-    /// Its gap to the pure simulation is measured over its seeds.
+    /// Its gap to the pure simulation is measured over its seeds, and asserted ([`gap_checks`]).
     pub fn gap_measured(self) -> bool {
         matches!(self, Kind::Walk | Kind::Turn)
-    }
-
-    /// The gap to the pure simulation is asserted. The turn's is reported: the loop turns on
-    /// every seed, but the pure simulation stands on some (BENCHMARKS.md, "The fade-in"), so
-    /// a turn gap measures the reference; the loop's own turning bars ([`gap_checks`]) are
-    /// asserted.
-    pub fn gap_asserted(self) -> bool {
-        self == Kind::Walk
-    }
-
-    /// A fall or a fault while the policy runs fails the run. A walking student frozen for a
-    /// 50 ms stall sometimes stumbles and falls (the stall is wall-clock time, so runs differ):
-    /// reported, not asserted (BENCHMARKS.md); the limits and the switched-off end stay asserted.
-    pub fn fall_asserted(self) -> bool {
-        self != Kind::Stall
     }
 }
 
@@ -431,18 +416,15 @@ pub struct Check {
     pub what: String,
     /// Whether the condition held.
     pub held: bool,
-    /// Whether it decides the verdict; a reported one is shown, never failed on.
-    pub asserted: bool,
 }
 
 impl Check {
-    /// Counts as passed: held, or only reported.
     pub fn passed(&self) -> bool {
-        self.held || !self.asserted
+        self.held
     }
 }
 
-/// Whether every asserted check held.
+/// Whether every check held.
 pub fn verdict(checks: &[Check]) -> bool {
     checks.iter().all(Check::passed)
 }
@@ -451,15 +433,6 @@ fn check(what: impl Into<String>, held: bool) -> Check {
     Check {
         what: what.into(),
         held,
-        asserted: true,
-    }
-}
-
-/// A condition shown in the report but not asserted (see [`Kind`] for which and why).
-fn reported(what: impl Into<String>, held: bool) -> Check {
-    Check {
-        asserted: false,
-        ..check(what, held)
     }
 }
 
@@ -507,25 +480,40 @@ pub fn reference(s: &Scenario, setup: &Setup) -> Result<(Vec<Pose>, f64)> {
 /// Compares a run with the pure simulation of its scenario.
 pub fn compare(o: &Outcome, setup: &Setup) -> Result<Comparison> {
     let s = &o.scenario;
-    let (sim_poses, sim_from) = reference(s, setup)?;
     let hil_poses: Vec<Pose> = o.trace.samples.iter().map(Pose::from).collect();
-    let len = s.seconds - 1.0;
-    let hil = Walk::of(&hil_poses, o.policy_from_s + 1.0, len, s.command)
+    let hil = policy_stretch(s, &hil_poses, o.policy_from_s)
         .context("the HIL run has no samples of the policy's stretch")?;
-    let sim = Walk::of(&sim_poses, sim_from + 1.0, len, s.command)
-        .context("the simulation has no samples of the policy's stretch")?;
-    Ok(Comparison { hil, sim })
+    Ok(Comparison {
+        hil,
+        sim: reference_walk(s, setup)?,
+    })
+}
+
+/// The pure simulation's walking figures over the scenario's policy stretch.
+pub fn reference_walk(s: &Scenario, setup: &Setup) -> Result<Walk> {
+    let (poses, from) = reference(s, setup)?;
+    policy_stretch(s, &poses, from).context("the simulation has no samples of the policy's stretch")
+}
+
+/// The walking figures of the policy's stretch, its first second (the hand-over) left out.
+fn policy_stretch(s: &Scenario, poses: &[Pose], policy_from_s: f64) -> Option<Walk> {
+    Walk::of(poses, policy_from_s + 1.0, s.seconds - 1.0, s.command)
 }
 
 /// How much worse the loop may track the command than the pure simulation, where both set
 /// off (over seeds, see [`gap_checks`]): the mean velocity error in the loop at most this many
 /// m/s above the simulation's, or [`TRACKING_GAP`] of it, whichever is larger (issue 29: a
 /// relative gap between two small errors says little). One-sided: the loop tracking better is
-/// no failure. The distance gap is reported beside it: the pure simulation walks at 0.22-0.28
-/// m/s where the loop walks at 0.28-0.36 and the task's own evaluation at 0.25-0.33 (BENCHMARKS.md,
-/// "The fade-in"), so a distance gap measures the reference as much as the loop.
+/// no failure.
 pub const TRACKING_ALLOWANCE: f64 = 0.02;
 pub const TRACKING_GAP: f64 = 0.1;
+/// The mean task figure where both set off, distance walked or yaw rate turning in place, in
+/// the loop within this share of the pure simulation's, either way (issue 29). Measurable
+/// since the reference runs in the conditions the student trained in, the episode's latency
+/// and sensor noise ([`crate::reference::simulate`]): without them it walked 10 % slower than
+/// the loop and stood on 2 of the turn's 4 seeds (BENCHMARKS.md, "The reference's conditions").
+pub const DISTANCE_GAP: f64 = 0.1;
+pub const TURN_GAP: f64 = 0.2;
 /// The loop may set off on this many seeds fewer than the pure simulation: from a standing
 /// start the student sits close to a standing fixed point, so whether it sets off turns on
 /// small differences, in the loop as between seeds. Setting off on more seeds than the pure
@@ -557,6 +545,16 @@ pub fn mean_of<'a>(
     sum / n as f64
 }
 
+/// The figure a scenario's gap is measured on: distance walked, or yaw rate for a turn, with
+/// its bar ([`DISTANCE_GAP`], [`TURN_GAP`]).
+pub fn task_gap_bar(s: &Scenario) -> f64 {
+    if s.turns_in_place() {
+        TURN_GAP
+    } else {
+        DISTANCE_GAP
+    }
+}
+
 /// The figure a scenario's gap is measured on: distance walked, or yaw rate for a turn.
 pub fn task_figure(s: &Scenario, w: &Walk) -> f64 {
     if s.turns_in_place() {
@@ -566,14 +564,14 @@ pub fn task_figure(s: &Scenario, w: &Walk) -> f64 {
     }
 }
 
-/// The checks of a walking scenario over its seeds, the loop's own bars first, always
-/// asserted: [0] it did the task on every seed ([`set_off`]: walked or turned at 30 % of the
-/// command at least); for a turn in place, its mean yaw rate reached [`TURN_SHARE`] of the
-/// command. Then the sim-to-HIL gap: the robot sets off on about as many seeds in the loop as
-/// in the pure simulation, and where both set off the mean velocity error in the loop is
-/// within [`TRACKING_ALLOWANCE`] of the simulation's (asserted where [`Kind::gap_asserted`],
-/// else reported). Before the runtime's fade-in was cut to 0.1 s, the fixture set off on 11-14
-/// of 16 and turned on 1-3 of 4 (BENCHMARKS.md, "The fade-in").
+/// The checks of a walking scenario over its seeds. The loop's own bars first:
+/// [0] it did the task on every seed ([`set_off`]: walked or turned at 30 % of the command at
+/// least); for a turn in place, its mean yaw rate reached [`TURN_SHARE`] of the command. Then
+/// the sim-to-HIL gap: the robot sets off on about as many seeds in the loop as in the pure
+/// simulation ([`SET_OFF_SLACK`]); where both set off, the mean velocity error in the loop is
+/// within [`TRACKING_ALLOWANCE`] of the simulation's, and the mean task figure within
+/// [`task_gap_bar`] of it. Before the runtime's fade-in was cut to 0.1 s, the fixture set off
+/// on 11-14 of 16 and turned on 1-3 of 4 (BENCHMARKS.md, "The fade-in").
 pub fn gap_checks(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
     let n = cmps.len();
     let did = cmps.iter().filter(|c| set_off(s, &c.hil)).count();
@@ -594,12 +592,7 @@ pub fn gap_checks(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
             mean >= bar,
         ));
     }
-    let gap = measured_gap(s, cmps);
-    if s.kind.gap_asserted() {
-        v.extend(gap);
-    } else {
-        v.extend(gap.into_iter().map(|c| reported(c.what, c.held)));
-    }
+    v.extend(measured_gap(s, cmps));
     v
 }
 
@@ -640,13 +633,21 @@ fn measured_gap(s: &Scenario, cmps: &[Comparison]) -> Vec<Check> {
         "distance (m)"
     };
     let allowed = me + TRACKING_ALLOWANCE.max(TRACKING_GAP * me);
+    let bar = task_gap_bar(s);
     v.push(check(
         format!(
-            "on the {} seed(s) where both set off: velocity error {he:.3} m/s in the loop, {me:.3} in the pure simulation (at most {allowed:.3}); mean {what} {h:.3} / {m:.3}, gap {:.1} %",
+            "on the {} seed(s) where both set off: velocity error {he:.3} m/s in the loop, {me:.3} in the pure simulation (at most {allowed:.3})",
             both.len(),
-            gap * 100.0,
         ),
         he <= allowed,
+    ));
+    v.push(check(
+        format!(
+            "mean {what} {h:.3} in the loop, {m:.3} in the pure simulation: gap {:.1} % (under {:.0} %)",
+            gap * 100.0,
+            bar * 100.0,
+        ),
+        gap < bar,
     ));
     v
 }
@@ -709,14 +710,9 @@ pub fn checks(o: &Outcome) -> Vec<Check> {
             "the policy took over (Running)",
             phases.contains(&Phase::Running),
         ));
-        let asserted = s.kind.fall_asserted();
-        let mut push = |what: String, ok: bool| {
-            v.push(if asserted {
-                check(what, ok)
-            } else {
-                reported(what, ok)
-            })
-        };
+        // A stall too (4 seeds, 50 ms frozen mid-walk): the student of 2026-12-06 did not
+        // fall in 6 runs of 4 seeds (BENCHMARKS.md, "The reference's conditions").
+        let mut push = |what: String, ok: bool| v.push(check(what, ok));
         push("the robot did not fall".into(), !fell);
         // While the policy ran, then the stop: the runtime halts the gait (zero command),
         // fades back to the default pose and only then lowers, so the stop must end with no

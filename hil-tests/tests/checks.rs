@@ -250,7 +250,7 @@ fn a_fall_after_the_stop_is_not_the_policys() {
 }
 
 #[test]
-fn a_stall_fall_is_reported_not_asserted() {
+fn a_fall_in_a_stall_fails() {
     let dir = tempfile::tempdir().unwrap();
     let mut o = good("stall", dir.path());
     fall_at(&mut o, POLICY_FROM_S + 3.5);
@@ -259,8 +259,8 @@ fn a_stall_fall_is_reported_not_asserted() {
         .iter()
         .find(|c| c.what.contains("the robot did not fall"))
         .unwrap();
-    assert!(!fall.held && !fall.asserted, "{}", show(&checks));
-    assert!(scenario::verdict(&checks), "{}", show(&checks));
+    assert!(!fall.held, "{}", show(&checks));
+    assert!(!scenario::verdict(&checks), "{}", show(&checks));
 }
 
 #[test]
@@ -483,15 +483,27 @@ fn the_gap_over_seeds_fails_when_it_should() {
     // 2.7 m in 9 s is the commanded 0.3 m/s; under 0.81 m the robot did not set off.
     let ok = gap(&[2.5, 2.6, 2.4, 2.7], &[2.6, 2.5, 2.5, 2.6]);
     assert!(ok.iter().all(|c| c.passed()), "{}", show(&ok));
+    assert_eq!(ok.len(), 4, "{}", show(&ok));
     // Checks: [0] the loop set off on every seed, [1] the loop sets off on no fewer seeds
     // than the simulation (slack 1), [2] the loop's velocity error where both set off,
-    // against the simulation's. The loop runs at twice the command: over the bound.
+    // against the simulation's, [3] the mean distance within 10 % of the simulation's. The
+    // loop runs at twice the command: over both bounds.
     let far = gap(&[5.2, 5.0, 5.1, 5.0], &[2.6, 2.5, 2.5, 2.6]);
     assert!(
-        far[0].passed() && far[1].passed() && !far[2].passed(),
+        far[0].passed() && far[1].passed() && !far[2].passed() && !far[3].passed(),
         "{}",
         show(&far)
     );
+    // 8 % farther than the simulation passes; 12 % does not, though it tracks as well.
+    let near = gap(&[2.7; 4], &[2.5; 4]);
+    assert!(near.iter().all(|c| c.passed()), "{}", show(&near));
+    let beyond = gap(&[2.8; 4], &[2.5; 4]);
+    assert!(
+        beyond[2].passed() && !beyond[3].passed(),
+        "{}",
+        show(&beyond)
+    );
+    assert!(!scenario::verdict(&beyond));
     // Set off on 1 seed in the loop and 4 in the simulation.
     let stuck = gap(&[2.5, 0.1, 0.1, 0.1], &[2.6, 2.5, 2.5, 2.6]);
     assert!(!stuck[0].passed() && !stuck[1].passed(), "{}", show(&stuck));
@@ -502,9 +514,14 @@ fn the_gap_over_seeds_fails_when_it_should() {
     let three = gap(&[2.5, 2.6, 2.4, 0.1], &[2.6, 2.5, 2.5, 0.1]);
     assert!(three[1].passed() && !three[0].passed(), "{}", show(&three));
     // The loop tracks the command better than the simulation (walks farther, nearer 0.3 m/s):
-    // a distance gap, but no velocity-error gap that fails.
+    // no velocity-error gap that fails, but the distance gap does, either way: the reference
+    // no longer predicts the loop.
     let closer = gap(&[2.7, 2.6, 2.7, 2.6], &[1.6, 1.7, 1.6, 1.7]);
-    assert!(closer.iter().all(|c| c.passed()), "{}", show(&closer));
+    assert!(
+        closer[2].passed() && !closer[3].passed(),
+        "{}",
+        show(&closer)
+    );
     // The loop lags the simulation by 0.03 m/s of error: over the 0.02 m/s allowance.
     let lagging = gap(&[2.43, 2.43, 2.43, 2.43], &[2.7, 2.7, 2.7, 2.7]);
     assert!(!lagging[2].passed(), "{}", show(&lagging));
@@ -526,11 +543,11 @@ fn the_gap_over_seeds_fails_when_it_should() {
 
 #[test]
 fn a_turn_must_turn_on_every_seed_and_reach_four_fifths_of_the_command_on_the_mean() {
-    // [0] every seed turned (30 % of 0.5 rad/s), [1] the mean reached 0.4 rad/s; the rest,
-    // the gap to the pure simulation, is reported.
+    // [0] every seed turned (30 % of 0.5 rad/s), [1] the mean reached 0.4 rad/s; the rest is
+    // the gap to the pure simulation (where both turned, seeds 1, 3 and 4: 0.417 against
+    // 0.380 rad/s, 9.6 %).
     let ok = turn_gap(&[0.34, 0.56, 0.50, 0.41], &[0.47, 0.0, 0.23, 0.44]);
     assert!(scenario::verdict(&ok), "{}", show(&ok));
-    assert!(ok[2..].iter().all(|c| !c.asserted), "{}", show(&ok));
     // A mean of 0.395 rad/s: under the bar, though every seed turned.
     let slow = turn_gap(&[0.38, 0.40, 0.40, 0.40], &[0.47, 0.45, 0.46, 0.44]);
     assert!(slow[0].passed() && !slow[1].passed(), "{}", show(&slow));
@@ -549,7 +566,7 @@ fn a_turn_must_turn_on_every_seed_and_reach_four_fifths_of_the_command_on_the_me
 }
 
 /// Pass conditions follow the scenario's kind, not its name: renamed, the cable scenario still
-/// asserts its watchdog, and a turn stays unasserted on its gap.
+/// asserts its watchdog.
 #[test]
 fn a_renamed_scenario_keeps_its_checks() {
     let dir = tempfile::tempdir().unwrap();
@@ -561,12 +578,12 @@ fn a_renamed_scenario_keeps_its_checks() {
         .iter()
         .find(|c| c.what.starts_with("the board's watchdog latched"))
         .unwrap_or_else(|| panic!("no watchdog check:\n{}", show(&checks)));
-    assert!(watchdog.asserted && !watchdog.held, "{}", show(&checks));
+    assert!(!watchdog.held, "{}", show(&checks));
     assert!(!scenario::verdict(&checks));
 }
 
-/// The report as a person reads it: seeds named, figures labelled by scenario, a reported
-/// condition never printed as `[ok] ... FAILED`, and verdict lines at the end.
+/// The report as a person reads it: seeds named, figures labelled by scenario, a failed
+/// condition never printed as `[ok]`, and verdict lines at the end.
 #[test]
 fn the_report_names_seeds_and_scenarios_and_ends_with_verdicts() {
     let dir = tempfile::tempdir().unwrap();
@@ -581,7 +598,7 @@ fn the_report_names_seeds_and_scenarios_and_ends_with_verdicts() {
     let text = report::scenario_text(&o, Some(&cmp), &checks);
     let first = text.lines().next().unwrap();
     assert!(first.starts_with("== stall, seed 5 ("), "{text}");
-    assert!(first.ends_with(": PASS"), "{text}");
+    assert!(first.ends_with(": FAIL"), "{text}");
     assert!(
         text.contains("  stall figures: in the loop 2.00 m"),
         "{text}"
@@ -591,10 +608,7 @@ fn the_report_names_seeds_and_scenarios_and_ends_with_verdicts() {
         .lines()
         .find(|l| l.contains("the robot did not fall"))
         .unwrap();
-    assert!(
-        fall.starts_with("  [--] reported, not asserted (did not hold): "),
-        "{text}"
-    );
+    assert!(fall.starts_with("  [FAILED] "), "{text}");
     for line in text.lines() {
         assert!(
             !(line.contains("[ok]") && line.contains("FAILED")),
@@ -739,28 +753,27 @@ fn the_gaps_are_relative_to_the_pure_simulation() {
 }
 
 /// The turn's gap is measured on its yaw rate (it sets off at 30 % of the commanded 0.5
-/// rad/s; the figure is the mean yaw rate where both set off) and is only reported: a turn
-/// that fails it still passes, where the same failure on the walk fails.
+/// rad/s; the figure is the mean yaw rate where both set off) and asserted within 20 %.
 #[test]
-fn a_turn_gap_is_measured_on_yaw_rate_and_only_reported() {
+fn a_turn_gap_is_measured_on_yaw_rate_within_a_fifth() {
     // 0.8, 0.47 and 0.2 rad/s set off (0.15 or more), 0.1 does not.
     let v = turn_gap(&[0.8, 0.47, 0.1, 0.2], &[0.47, 0.5, 0.48, 0.46]);
-    assert_eq!(v.len(), 4, "{}", show(&v));
-    // The loop's own bars, asserted: every seed turned (3 of 4 did), and the mean over the
-    // four, (0.8 + 0.47 + 0.1 + 0.2) / 4 = 0.3925, reached 0.4 (it did not).
+    assert_eq!(v.len(), 5, "{}", show(&v));
+    // The loop's own bars: every seed turned (3 of 4 did), and the mean over the four,
+    // (0.8 + 0.47 + 0.1 + 0.2) / 4 = 0.3925, reached 0.4 (it did not).
     assert!(
         v[0].what.starts_with("the loop turned on 3 of 4 seeds"),
         "{}",
         show(&v)
     );
-    assert!(v[0].asserted && !v[0].held, "{}", show(&v));
+    assert!(!v[0].held, "{}", show(&v));
     assert!(
         v[1].what.contains("0.393 rad/s (at least 0.40)"),
         "{}",
         show(&v)
     );
-    assert!(v[1].asserted && !v[1].held, "{}", show(&v));
-    // The gap to the pure simulation, reported only.
+    assert!(!v[1].held, "{}", show(&v));
+    // The gap to the pure simulation.
     assert!(
         v[2].what
             .starts_with("set off on 3 of 4 seeds in the loop and 4 in the pure simulation"),
@@ -768,23 +781,34 @@ fn a_turn_gap_is_measured_on_yaw_rate_and_only_reported() {
         show(&v)
     );
     assert!(v[2].held, "{}", show(&v));
-    // Means over the three seeds where both set off: (0.8 + 0.47 + 0.2) / 3 in the loop,
-    // (0.47 + 0.5 + 0.46) / 3 in the simulation.
     assert!(
-        v[3].what.starts_with("on the 3 seed(s) where both set off")
-            && v[3].what.contains("mean yaw rate (rad/s) 0.490 / 0.477"),
+        v[3].what.starts_with("on the 3 seed(s) where both set off") && v[3].held,
         "{}",
         show(&v)
     );
-    assert!(v[3].held, "{}", show(&v));
-    assert!(v[2..].iter().all(|c| !c.asserted), "{}", show(&v));
-    // Never turning: the loop's bars fail the verdict; the gap fails, reported only.
-    let still = turn_gap(&[0.1; 4], &[0.47, 0.5, 0.48, 0.46]);
+    // Means over the three seeds where both set off: (0.8 + 0.47 + 0.2) / 3 in the loop,
+    // (0.47 + 0.5 + 0.46) / 3 in the simulation: 2.8 % apart.
     assert!(
-        still[2..].iter().all(|c| !c.held && !c.asserted),
+        v[4].what.starts_with(
+            "mean yaw rate (rad/s) 0.490 in the loop, 0.477 in the pure simulation: gap 2.8 % (under 20 %)"
+        ) && v[4].held,
         "{}",
-        show(&still)
+        show(&v)
     );
+    // Turning well in the loop, but 32 % faster than the simulation: the gap fails.
+    let fast = turn_gap(&[0.62; 4], &[0.47; 4]);
+    assert!(fast[..4].iter().all(|c| c.passed()), "{}", show(&fast));
+    assert!(
+        !fast[4].passed() && !scenario::verdict(&fast),
+        "{}",
+        show(&fast)
+    );
+    // 19 % slower passes.
+    let slower = turn_gap(&[0.405; 4], &[0.5; 4]);
+    assert!(scenario::verdict(&slower), "{}", show(&slower));
+    // Never turning: the loop's bars and the gap fail.
+    let still = turn_gap(&[0.1; 4], &[0.47, 0.5, 0.48, 0.46]);
+    assert!(still[2..].iter().all(|c| !c.held), "{}", show(&still));
     assert!(!scenario::verdict(&still));
     assert!(!scenario::verdict(&gap(&[0.1; 4], &[2.6; 4])));
 }

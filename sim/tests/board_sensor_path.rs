@@ -231,3 +231,53 @@ fn cfg_quiet(mut cfg: TaskConfig) -> TaskConfig {
     cfg.randomization.push_velocity = 0.0;
     cfg
 }
+
+/// `with_sensor_noise`, the HIL reference's noise: each sensor within the task's amplitude
+/// times the episode's scale, in the sensors' own units (the accelerometer's in m/s^2, the
+/// task's in g), gravity's orientation untouched, and nothing at a zero scale.
+#[test]
+fn sensor_noise_in_the_sensors_own_units_within_the_amplitudes() {
+    let mut env = QuadrupedEnv::new(&task(&["noise.scale=[1.0, 1.0]"])).unwrap();
+    env.reset(3);
+    let clean = env.sensors_as_read();
+    let n = task(&[]).noise;
+    let g = clawrl_robot::quadruped::G;
+    let groups = |s: &clawrl_robot::OnboardSensors| {
+        [
+            s.gyro.to_vec(),
+            s.acc.to_vec(),
+            s.joint_pos.to_vec(),
+            s.joint_vel.to_vec(),
+        ]
+    };
+    let amplitudes = [n.gyro, n.accelerometer * g, n.joint_pos, n.joint_vel];
+    let mut rng = clawrl_sim::rng::rng(7);
+    let mut widest = [0.0f64; 4];
+    for _ in 0..200 {
+        let noisy = env.with_sensor_noise(clean, &mut rng);
+        assert_eq!(noisy.quat, clean.quat);
+        for (k, (a, b)) in groups(&noisy).iter().zip(groups(&clean)).enumerate() {
+            for (x, y) in a.iter().zip(&b) {
+                let d = (x - y).abs();
+                assert!(
+                    d <= amplitudes[k] * (1.0 + 1e-9),
+                    "group {k}: {d} > {}",
+                    amplitudes[k]
+                );
+                widest[k] = widest[k].max(d);
+            }
+        }
+    }
+    // 200 uniform draws per value reach past 90 % of each amplitude.
+    for k in 0..4 {
+        assert!(
+            widest[k] > 0.9 * amplitudes[k],
+            "group {k}: widest {}",
+            widest[k]
+        );
+    }
+    let mut quiet = QuadrupedEnv::new(&task(&[])).unwrap();
+    quiet.reset(3);
+    let s = quiet.sensors_as_read();
+    assert_eq!(groups(&quiet.with_sensor_noise(s, &mut rng)), groups(&s));
+}

@@ -14,7 +14,8 @@ use clawrl_robot::observation::offsets;
 
 use super::layout::{LEGS, NUM_FEET, NUM_SERVOS};
 use super::math::{Vec3, rotate_inv};
-use crate::rng::uniform;
+use crate::rng::{SimRng, uniform};
+use clawrl_robot::OnboardSensors;
 
 pub const ONBOARD_DIM: usize = offsets::DIM;
 const HEIGHT_POINTS: [f64; 3] = [-0.05, 0.0, 0.05];
@@ -77,6 +78,29 @@ impl QuadrupedEnv {
         let extra = self.privileged_extra();
         self.privileged[..ONBOARD_DIM].copy_from_slice(&self.onboard);
         self.privileged[ONBOARD_DIM..].copy_from_slice(&extra);
+    }
+
+    /// `s` plus this episode's sensor noise in the sensors' own units (the observation's
+    /// amplitudes: gyro rad/s, accelerometer g, joint rad and rad/s, times the episode's noise
+    /// scale), drawn from `rng`: what a runtime reading a noisy board decodes. The HIL
+    /// reference feeds the runtime's controller this, so it sees what the policy trained on.
+    /// Gravity gets none: the runtime derives it from the orientation.
+    pub fn with_sensor_noise(&self, mut s: OnboardSensors, rng: &mut SimRng) -> OnboardSensors {
+        let n = &self.cfg.noise;
+        let k = self.params.noise_scale;
+        let mut add = |values: &mut [f64], amplitude: f64| {
+            for v in values {
+                *v += uniform(rng, [-amplitude * k, amplitude * k]);
+            }
+        };
+        add(&mut s.gyro, n.gyro);
+        add(
+            &mut s.acc,
+            n.accelerometer / self.spec.onboard_layout.accelerometer_scale,
+        );
+        add(&mut s.joint_pos, n.joint_pos);
+        add(&mut s.joint_vel, n.joint_vel);
+        s
     }
 
     fn privileged_extra(&self) -> [f32; PRIVILEGED_EXTRA] {
