@@ -36,6 +36,7 @@ enum Command {
     Plot(cmd::plot::Args),
     Simulate(cmd::simulate::Args),
     Bench(cmd::bench::Args),
+    SlopeCurve(cmd::slope_curve::Args),
 }
 
 fn main() {
@@ -64,6 +65,7 @@ fn main() {
         Command::Plot(a) => cmd::plot::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::SlopeCurve(a) => cmd::slope_curve::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -617,3 +617,53 @@ fn contacts_are_reported_at_the_physics_rate() {
         "contacts changed only at substeps {changes_at:?} of {decimation}"
     );
 }
+
+/// `terrain.heading` turns the robot on the slope: facing uphill its nose is up
+/// (gravity in the body frame points back), facing downhill down, and at 90 degrees uphill is
+/// on its left. The seed's other draws stay as they were.
+#[test]
+fn a_fixed_heading_faces_the_robot_up_down_or_across_the_slope() {
+    let s = 20f64.to_radians().sin();
+    let cases = [
+        ("uphill", [-s, 0.0]),
+        ("downhill", [s, 0.0]),
+        ("across", [0.0, -s]),
+    ];
+    for seed in [1, 2, 3] {
+        let base = [
+            "terrain.slope_probability=1.0",
+            "terrain.slope_degrees=[20.0, 20.0]",
+            "randomization.settled_start_probability=0.0",
+            "randomization.init_joint_noise=0.0",
+        ];
+        let mut free = QuadrupedEnv::new(&task("quadruped_slopes.toml", &base)).unwrap();
+        free.reset(seed);
+        for (h, want) in cases {
+            let set = format!("terrain.heading={h}");
+            let cfg = task(
+                "quadruped_slopes.toml",
+                &[&base[..], &[set.as_str()]].concat(),
+            );
+            let mut env = QuadrupedEnv::new(&cfg).unwrap();
+            env.reset(seed);
+            let g = clawrl_robot::observation::gravity_in_body(env.read_sensors().quat);
+            // The stand pitches the torso a little against its feet: 0.05 of slack.
+            assert!(
+                (g[0] - want[0]).abs() < 0.05 && (g[1] - want[1]).abs() < 0.05,
+                "seed {seed}, heading {h}: gravity in the body {g:?}, want {want:?}"
+            );
+            assert_eq!(env.params().friction, free.params().friction);
+            assert_eq!(env.params().slope, free.params().slope);
+        }
+    }
+    let err = TaskConfig::load(
+        clawrl_sim::repo_root().join("configs/task/quadruped_slopes.toml"),
+        &["terrain.heading=sideways".to_string()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("terrain.heading") || err.contains("sideways"),
+        "{err}"
+    );
+}

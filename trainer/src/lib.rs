@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod optim;
 pub mod remote;
 pub mod runner;
+pub mod slope_curve;
 pub mod source;
 pub mod storage;
 pub mod task;

@@ -12,5 +12,6 @@ pub mod outputs;
 pub mod plot;
 pub mod serve;
 pub mod simulate;
+pub mod slope_curve;
 pub mod train;
 pub mod verify;

@@ -63,6 +63,36 @@ fn all_kept() -> [f64; 3] {
 pub struct TerrainConfig {
     pub slope_probability: f64,
     pub slope_degrees: [f64; 2],
+    /// The robot's heading at reset against the floor's slope: `random`, or `uphill`,
+    /// `downhill`, `across` (uphill on its left), to measure a slope one way (`clawrl
+    /// slope-curve`, `clawrl eval --set task.terrain.heading=uphill`). `random` in configs
+    /// written before the key existed.
+    #[serde(default)]
+    pub heading: Heading,
+}
+
+/// The robot's heading at reset (see [`TerrainConfig::heading`]).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Heading {
+    #[default]
+    Random,
+    Uphill,
+    Downhill,
+    Across,
+}
+
+impl Heading {
+    /// The yaw from the uphill direction, rad; `None` for a random heading.
+    pub fn from_uphill(self) -> Option<f64> {
+        use std::f64::consts::{FRAC_PI_2, PI};
+        match self {
+            Heading::Random => None,
+            Heading::Uphill => Some(0.0),
+            Heading::Downhill => Some(PI),
+            Heading::Across => Some(-FRAC_PI_2),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use mujoco_rs::prelude::*;
 
-pub use config::TaskConfig;
+pub use config::{Heading, TaskConfig};
 pub use layout::{Layout, NUM_FEET, NUM_LEG_SERVOS, NUM_SERVOS, foot_names, servo_names};
 pub use randomize::EpisodeParams;
 pub use report::simulate_report;
@@ -353,15 +353,20 @@ impl QuadrupedEnv {
         torso_hit || up[2].clamp(-1.0, 1.0).acos() > t.max_tilt || self.height() < t.min_height
     }
 
-    /// Places the robot in its default pose on the floor, with a random heading and joint noise.
-    /// Puts the robot at the stand keyframe, yawed at random, on the episode's floor; returns
+    /// Places the robot in its default pose on the floor, with a random heading (or
+    /// `terrain.heading`) and joint noise. Puts the robot at the stand keyframe, yawed at random, on the episode's floor; returns
     /// whether this episode starts settled (no joint noise).
     fn place_robot(&mut self) -> bool {
         let l = &self.robot.layout;
         self.data
             .reset_keyframe(l.stand_key)
             .expect("the stand keyframe exists");
-        let yaw = uniform(&mut self.rng, [-std::f64::consts::PI, std::f64::consts::PI]);
+        // Drawn either way, so a fixed heading leaves the rest of the seed's episode as it was.
+        let drawn = uniform(&mut self.rng, [-std::f64::consts::PI, std::f64::consts::PI]);
+        let yaw = match self.cfg.terrain.heading.from_uphill() {
+            Some(h) => self.params.uphill_yaw + h,
+            None => drawn,
+        };
         let settled = self.params.settled_start;
         let noise = if settled {
             0.0

@@ -24,6 +24,9 @@ pub struct EpisodeParams {
     pub floor_quat: Quat,
     pub floor_normal: Vec3,
     pub slope: f64,
+    /// The yaw, in the floor's frame, that faces uphill (the floor tilts about the horizontal
+    /// axis at `direction`; uphill is a quarter turn from it).
+    pub uphill_yaw: f64,
     /// This episode starts settled at the default pose (`settled_start_probability`).
     pub settled_start: bool,
     /// Every sensor-noise amplitude times this (`noise.scale`), so some episodes are as quiet
@@ -61,6 +64,7 @@ impl EpisodeParams {
             floor_quat,
             floor_normal: rotate(floor_quat, [0.0, 0.0, 1.0]),
             slope,
+            uphill_yaw: direction + std::f64::consts::FRAC_PI_2,
             settled_start: false,
             noise_scale: 1.0,
         }
