@@ -30,7 +30,7 @@ impl Default for View {
     fn default() -> Self {
         Self {
             body: "torso".into(),
-            distance: 1.1,
+            distance: 0.9,
             azimuth: 135.0,
             elevation: -20.0,
         }
@@ -94,7 +94,7 @@ impl Renderer {
             c::mjv_makeScene(m, &mut *scene, 2000);
             let mut context = Box::new(MaybeUninit::<c::mjrContext>::zeroed().assume_init());
             c::mjr_defaultContext(&mut *context);
-            c::mjr_makeContext(m, &mut *context, c::mjtFontScale::mjFONTSCALE_150 as i32);
+            c::mjr_makeContext(m, &mut *context, font_scale(height) as i32);
             c::mjr_setBuffer(c::mjtFramebuffer::mjFB_OFFSCREEN as i32, &mut *context);
             if context.currentBuffer != c::mjtFramebuffer::mjFB_OFFSCREEN as i32 {
                 c::mjr_freeContext(&mut *context);
@@ -132,17 +132,22 @@ impl Renderer {
         (self.width, self.height)
     }
 
-    /// Draws `data` (of the model this renderer was made for, or a copy of it) with `caption` in the top left
-    /// corner (lines split by `\n`), and returns the image.
-    pub fn render<M: ModelType>(&mut self, data: &MjData<M>, caption: &str) -> Frame {
+    /// Draws `data` (of the model this renderer was made for, or a copy of it) with a caption
+    /// in the top left corner, and returns the image. The caption is MuJoCo's overlay: two
+    /// columns, `labels` and `values`, lines split by `\n`.
+    pub fn render<M: ModelType>(
+        &mut self,
+        data: &MjData<M>,
+        (labels, values): (&str, &str),
+    ) -> Frame {
         let viewport = c::mjrRect {
             left: 0,
             bottom: 0,
             width: self.width as i32,
             height: self.height as i32,
         };
-        // An interior NUL would cut the caption short; none of ours has one.
-        let text = CString::new(caption.replace('\0', " ")).expect("no NUL left");
+        let text = c_text(labels);
+        let text2 = c_text(values);
         let mut rgb = vec![0u8; self.width as usize * self.height as usize * 3];
         let m: *const c::mjModel = data.model().ffi();
         // SAFETY: scratch was made for a model of the same sizes (the caller's data is of this
@@ -158,14 +163,15 @@ impl Renderer {
                 c::mjtCatBit::mjCAT_ALL as i32,
                 &mut *self.scene,
             );
+            brighten_headlight(&mut self.scene);
             c::mjr_render(viewport, &mut *self.scene, &*self.context);
-            if !caption.is_empty() {
+            if !labels.is_empty() || !values.is_empty() {
                 c::mjr_overlay(
                     c::mjtFont::mjFONT_NORMAL as i32,
                     c::mjtGridPos::mjGRID_TOPLEFT as i32,
                     viewport,
                     text.as_ptr(),
-                    std::ptr::null(),
+                    text2.as_ptr(),
                     &*self.context,
                 );
             }
@@ -182,6 +188,32 @@ impl Renderer {
             rgb: flip_rows(rgb, self.width as usize * 3),
         }
     }
+}
+
+/// MuJoCo's font at a size that leaves a three-line caption room on small frames (the 100 %
+/// font is 13 px tall; 150 % from 300 px up).
+fn font_scale(height: u32) -> c::mjtFontScale {
+    if height < 300 {
+        c::mjtFontScale::mjFONTSCALE_100
+    } else {
+        c::mjtFontScale::mjFONTSCALE_150
+    }
+}
+
+/// The model lights the robot from straight above (its one light), which leaves the sides the
+/// camera sees dark; a stronger headlight (the light at the camera) shows the legs. A view
+/// choice only: the model's own lights are untouched.
+fn brighten_headlight(scene: &mut c::mjvScene) {
+    let n = (scene.nlight.max(0) as usize).min(scene.lights.len());
+    for light in scene.lights[..n].iter_mut().filter(|l| l.headlight != 0) {
+        light.ambient = [0.3; 3];
+        light.diffuse = [0.6; 3];
+    }
+}
+
+/// A C string of `s` (an interior NUL, which would cut it short, becomes a space).
+fn c_text(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).expect("no NUL left")
 }
 
 /// OpenGL reads the bottom row first; images start at the top.

@@ -69,16 +69,18 @@ impl Video {
     }
 
     /// Called once per control step (first with the state before the first action): draws the
-    /// data when this step is a frame. `caption` is asked for only then.
+    /// data when this step is a frame, with the caption `(labels, values)` (see
+    /// [`Renderer::render`]), asked for only then.
     pub fn offer<M: ModelType>(
         &mut self,
         data: &MjData<M>,
-        caption: impl FnOnce() -> String,
+        caption: impl FnOnce() -> (String, String),
     ) -> Result<bool, RenderError> {
         let keep = self.skip.wants(self.step);
         self.step += 1;
         if keep {
-            let frame = self.renderer.render(data, &caption());
+            let (labels, values) = caption();
+            let frame = self.renderer.render(data, (&labels, &values));
             self.gif.push(&frame)?;
         }
         Ok(keep)
@@ -87,6 +89,10 @@ impl Video {
     /// Frames written so far.
     pub fn frames(&self) -> usize {
         self.gif.frames()
+    }
+
+    pub fn skip(&self) -> FrameSkip {
+        self.skip
     }
 
     pub fn finish(self) -> Result<PathBuf, RenderError> {

@@ -18,12 +18,12 @@ fn a_frame_has_the_requested_size_and_shows_a_scene() {
     let model = quadruped();
     let data = standing(&model);
     let mut r = Renderer::new(&model, 160, 120, &View::default()).expect("renderer");
-    let plain = r.render(&data, "");
+    let plain = r.render(&data, ("", ""));
     assert_eq!((plain.width, plain.height), (160, 120));
     assert_eq!(plain.rgb.len(), 160 * 120 * 3);
     assert!(plain.has_detail(), "the frame is one colour");
     // The caption is drawn on the frame (MuJoCo's font), not beside it.
-    let captioned = r.render(&data, "command 0.30 m/s");
+    let captioned = r.render(&data, ("command", "0.30 m/s"));
     assert_eq!(captioned.rgb.len(), plain.rgb.len());
     assert_ne!(captioned.rgb, plain.rgb, "the caption changed no pixel");
 }
@@ -34,7 +34,7 @@ fn a_frame_larger_than_the_models_offscreen_buffer_is_drawn_whole() {
     let model = quadruped();
     let data = standing(&model);
     let mut r = Renderer::new(&model, 700, 500, &View::default()).expect("renderer");
-    let f = r.render(&data, "");
+    let f = r.render(&data, ("", ""));
     assert_eq!(f.rgb.len(), 700 * 500 * 3);
     // The top right corner lies outside a 640x480 buffer: it must hold the scene's sky, drawn,
     // and differ from the corner the buffer covers only if nothing was drawn there... so check
@@ -60,7 +60,10 @@ fn a_video_of_n_steps_at_skip_k_has_n_over_k_frames() {
         Video::create(&file, &model, (64, 48), skip, control_dt, &View::default()).unwrap();
     let mut drawn = 0;
     for s in 0..steps {
-        if video.offer(&data, || format!("step {s}")).unwrap() {
+        if video
+            .offer(&data, || ("step".into(), s.to_string()))
+            .unwrap()
+        {
             drawn += 1;
         }
         for _ in 0..10 {
