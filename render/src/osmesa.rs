@@ -28,6 +28,15 @@ type CreateContextExt = unsafe extern "C" fn(u32, i32, i32, i32, *mut c_void) ->
 type MakeCurrent = unsafe extern "C" fn(*mut c_void, *mut c_void, u32, i32, i32) -> u8;
 type DestroyContext = unsafe extern "C" fn(*mut c_void);
 
+/// libloading's message and dlerror's beneath it ("dlopen failed: ...: cannot open shared
+/// object file").
+fn with_cause(e: &libloading::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
+}
+
 /// The library to open: [`LIB_ENV`] when set, else [`DEFAULT_LIB`].
 pub fn library_name() -> String {
     std::env::var(LIB_ENV).unwrap_or_else(|_| DEFAULT_LIB.to_string())
@@ -53,7 +62,7 @@ impl GlContext {
         let lib = unsafe { Library::open(Some(&name), RTLD_NOW | RTLD_GLOBAL) }.map_err(|e| {
             RenderError::NoRenderer {
                 lib: name.clone(),
-                reason: e.to_string(),
+                reason: with_cause(&e),
             }
         })?;
         let missing = |e: libloading::Error| RenderError::NoRenderer {
