@@ -147,7 +147,7 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 /// `WIDTHxHEIGHT`, each 16 to 4096 pixels.
-fn parse_size(s: &str) -> Result<(u32, u32), String> {
+pub(crate) fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let bad = || format!("`{s}` is not WIDTHxHEIGHT (e.g. 320x240)");
     let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
     let w: u32 = w.trim().parse().map_err(|_| bad())?;
