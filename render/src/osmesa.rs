@@ -3,12 +3,14 @@
 //! Why at run time: the build then never needs OSMesa, and a machine without it learns which
 //! package to install instead of failing to start `clawrl` at all.
 //!
-//! Why `RTLD_GLOBAL`: MuJoCo does not link OpenGL. `mjr_makeContext` looks the GL functions up
-//! through whichever platform loader is already in the process: it asks `dlsym` for
-//! `glXGetProcAddressARB`, `eglGetProcAddress` and `OSMesaGetProcAddress` (see the strings in
-//! libmujoco.so; without any it fails with "an OpenGL platform library has not been loaded into
-//! this process"). A library opened `RTLD_LOCAL` (the default) hides its symbols from that
-//! lookup, so OSMesa must be opened `RTLD_GLOBAL`.
+//! How MuJoCo finds GL: it links no OpenGL. `mjr_makeContext` walks the objects loaded in the
+//! process (`dl_iterate_phdr`), opens each by its path and asks it for `eglGetProcAddress`,
+//! `OSMesaGetProcAddress` or `glXGetProcAddressARB`; with none it fails with "an OpenGL
+//! platform library has not been loaded into this process". Seen with `LD_DEBUG=files,bindings`
+//! on render/tests/render.rs: the three lookups fail in the test binary, then
+//! `OSMesaGetProcAddress` binds in libOSMesa.so.8. So loading OSMesa is all MuJoCo needs, and
+//! it worked opened `RTLD_LOCAL` too. It is opened `RTLD_GLOBAL` all the same, for GL loaders
+//! that only search the global scope (`dlsym(RTLD_DEFAULT, ...)`, as older glad builds do).
 use std::ffi::c_void;
 
 use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
