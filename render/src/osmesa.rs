@@ -3,8 +3,8 @@
 //! Why at run time: the build then never needs OSMesa, and a machine without it learns which
 //! package to install instead of failing to start `clawrl` at all.
 //!
-//! How MuJoCo finds GL: it links no OpenGL. `mjr_makeContext` walks the objects loaded in the
-//! process (`dl_iterate_phdr`), opens each by its path and asks it for `eglGetProcAddress`,
+//! How MuJoCo finds GL: it links no OpenGL. `mjr_makeContext` goes through the objects loaded
+//! in the process (libmujoco imports `dl_iterate_phdr`, `dlopen`, `dlsym`) and asks each for `eglGetProcAddress`,
 //! `OSMesaGetProcAddress` or `glXGetProcAddressARB`; with none it fails with "an OpenGL
 //! platform library has not been loaded into this process". Seen with `LD_DEBUG=files,bindings`
 //! on render/tests/render.rs: the three lookups fail in the test binary, then
