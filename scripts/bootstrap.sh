@@ -35,3 +35,9 @@ if ! command -v strace >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && 
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace; } ||
         echo "bootstrap: could not install strace; the install's fsync-order test will skip" >&2
 fi
+# OSMesa is the software OpenGL that `clawrl eval --video` and render/tests draw with (opened at
+# run time, so the build does not need it); best effort: without it those tests fail, naming it.
+if ! ldconfig -p 2>/dev/null | grep -q 'libOSMesa\.so\.8' && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libosmesa6; } ||
+        echo "bootstrap: could not install libosmesa6; the rendering tests (render/tests) will fail" >&2
+fi

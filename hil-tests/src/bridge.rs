@@ -352,6 +352,7 @@ impl Loop {
         }
         let env = self.board.plant().env();
         let tel = clawrl_sim::Env::telemetry(env);
+        self.trace.qpos.push(env.data().qpos().to_vec());
         self.trace.samples.push(Sample {
             t: now,
             base_pos: tel.base_pos,

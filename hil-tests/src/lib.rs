@@ -30,6 +30,7 @@ pub mod real_board;
 pub mod reference;
 pub mod report;
 pub mod scenario;
+pub mod video;
 
 use clawrl_firmware::config::FirmwareConfig;
 use clawrl_protocol::units::ids;

@@ -77,6 +77,9 @@ pub struct Trace {
     pub wall: Duration,
     /// MuJoCo steps taken.
     pub physics_steps: u64,
+    /// The body's pose (MuJoCo qpos) at each sample, for `clawrl hil --video`: the body
+    /// redrawn afterwards, so drawing never slows the loop (a real board keeps its time).
+    pub qpos: Vec<Vec<f64>>,
 }
 
 impl Trace {

@@ -456,6 +456,7 @@ impl RealLoop {
         }
         let env = self.body.env();
         let tel = clawrl_sim::Env::telemetry(env);
+        self.trace.qpos.push(env.data().qpos().to_vec());
         self.trace.samples.push(Sample {
             t: now,
             base_pos: tel.base_pos,

@@ -64,6 +64,7 @@ fn good(name: &str, dir: &std::path::Path) -> Outcome {
         },
         wall: Duration::from_secs(1),
         physics_steps: 5000,
+        qpos: Vec::new(),
     };
     let start = [
         Phase::TorqueOff,

@@ -23,6 +23,7 @@ pub mod source;
 pub mod storage;
 pub mod task;
 pub mod tracking;
+pub mod video;
 
 pub use config::{TrainConfig, load_train_config};
 pub use runner::{ResumeOptions, Runner, Summary};

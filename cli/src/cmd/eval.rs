@@ -1,9 +1,11 @@
-//! `clawrl eval`: run a policy for N episodes; print and save the report, then draw.
+//! `clawrl eval`: run a policy for N episodes; print and save the report, then draw (a gait
+//! diagram) and film (a GIF of the first episode).
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clawrl_trainer::eval::{EvalOptions, ReportKind, evaluate};
 use clawrl_trainer::remote::load_any;
+use clawrl_trainer::video::{VideoOptions, record_episode};
 
 /// Evaluate a policy: a run folder, a checkpoint, a policy file, a bundle, or a served policy.
 #[derive(clap::Args)]
@@ -40,6 +42,20 @@ pub struct Args {
     /// Seconds recorded for the gait diagram.
     #[arg(long, default_value_t = 4.0)]
     gait_seconds: f64,
+    /// Write a GIF of the first episode (quadruped), drawn by MuJoCo's renderer (needs the
+    /// OSMesa library: apt-get install libosmesa6), camera following the torso, command and
+    /// measured velocity on each frame.
+    #[arg(long, value_name = "GIF")]
+    video: Option<PathBuf>,
+    /// Frame size of --video, WIDTHxHEIGHT.
+    #[arg(long, default_value = "320x240", value_parser = parse_size)]
+    video_size: (u32, u32),
+    /// Longest --video clip, in simulated seconds.
+    #[arg(long, default_value_t = 6.0)]
+    video_seconds: f64,
+    /// Frames per simulated second of --video (every k-th control step, k the nearest whole).
+    #[arg(long, default_value_t = 12.5)]
+    video_fps: f64,
     #[arg(long, default_value_t = 12345)]
     seed: u64,
     #[arg(long, default_value_t = 16)]
@@ -58,7 +74,14 @@ pub fn run(a: Args) -> Result<()> {
             !src.config.is_cartpole(),
             "--gait-plot: task `cartpole` has no feet to draw"
         );
-        check_parent(p)?;
+        check_parent("--gait-plot", p)?;
+    }
+    if let Some(v) = &a.video {
+        anyhow::ensure!(
+            !src.config.is_cartpole(),
+            "--video: task `cartpole` is not filmed (only the quadruped tasks)"
+        );
+        check_parent("--video", v)?;
     }
     if a.command.is_some() && src.config.is_cartpole() {
         anyhow::bail!("--command: task `cartpole` takes no velocity command");
@@ -68,7 +91,7 @@ pub fn run(a: Args) -> Result<()> {
         num_envs: a.num_envs,
         threads: a.threads,
         seed: a.seed,
-        command: a.command,
+        command: a.command.clone(),
         gait_seconds: if a.gait_plot.is_some() {
             a.gait_seconds
         } else {
@@ -100,17 +123,49 @@ pub fn run(a: Args) -> Result<()> {
             Err(e) => tracing::warn!("no gait diagram ({e:#}); the results above are saved"),
         }
     }
+    if let Some(file) = a.video {
+        let opts = VideoOptions {
+            file,
+            width: a.video_size.0,
+            height: a.video_size.1,
+            fps: a.video_fps,
+            seconds: a.video_seconds,
+            seed: a.seed,
+            command: a.command,
+        };
+        let v = record_episode(&src.config, src.policy.as_ref(), &opts)
+            .context("--video (the results above are saved)")?;
+        println!(
+            "video: {} ({} frames, every {} control steps, {} steps)",
+            v.file.display(),
+            v.frames,
+            v.skip.every,
+            v.steps
+        );
+    }
     Ok(())
 }
 
-fn check_parent(p: &Path) -> Result<()> {
+/// `WIDTHxHEIGHT`, each 16 to 4096 pixels.
+pub(crate) fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("`{s}` is not WIDTHxHEIGHT (e.g. 320x240)");
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let w: u32 = w.trim().parse().map_err(|_| bad())?;
+    let h: u32 = h.trim().parse().map_err(|_| bad())?;
+    if !(16..=4096).contains(&w) || !(16..=4096).contains(&h) {
+        return Err(format!("{w}x{h}: each side must be 16 to 4096 pixels"));
+    }
+    Ok((w, h))
+}
+
+fn check_parent(flag: &str, p: &Path) -> Result<()> {
     let parent = p
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     anyhow::ensure!(
         parent.is_dir(),
-        "--gait-plot {}: folder {} does not exist",
+        "{flag} {}: folder {} does not exist",
         p.display(),
         parent.display()
     );

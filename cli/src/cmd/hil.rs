@@ -42,6 +42,16 @@ pub struct Args {
     /// Report, pictures and scratch files.
     #[arg(long, default_value = "runs/hil")]
     out: PathBuf,
+    /// Write DIR/SCENARIO.gif: each scenario's body as the loop drove it (its first seed),
+    /// redrawn by MuJoCo's renderer afterwards (needs libosmesa6, as `eval --video`).
+    #[arg(long, value_name = "DIR")]
+    video: Option<PathBuf>,
+    /// Frame size of --video, WIDTHxHEIGHT.
+    #[arg(long, default_value = "320x240", value_parser = super::eval::parse_size)]
+    video_size: (u32, u32),
+    /// Frames per simulated second of --video.
+    #[arg(long, default_value_t = 12.5)]
+    video_fps: f64,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -66,6 +76,9 @@ pub fn run(a: Args) -> Result<()> {
     clawrl_runtime::install::check_bundle(&bundle, &robot.robot_spec())?;
     let task = TaskConfig::load(&a.task_config, &[])?;
     std::fs::create_dir_all(&a.out)?;
+    if let Some(dir) = &a.video {
+        std::fs::create_dir_all(dir).with_context(|| format!("--video {}", dir.display()))?;
+    }
     let mut text = String::new();
     let mut verdicts = Vec::new();
     for s in &chosen {
@@ -123,6 +136,29 @@ pub fn run(a: Args) -> Result<()> {
 /// Runs one scenario on its seeds (--seed and the ones after it: `Kind::seed_count`; walk and
 /// turn with the gap over them), appending each block to `text`. Returns its verdict line
 /// and whether a run stopped with an error.
+/// DIR/SCENARIO.gif of one run (see `clawrl_hil_tests::video`).
+fn film(
+    a: &Args,
+    dir: &std::path::Path,
+    s: &scenario::Scenario,
+    o: &scenario::Outcome,
+    setup: &scenario::Setup,
+) -> Result<()> {
+    let file = dir.join(format!("{}.gif", s.name));
+    eprintln!("hil: drawing {} ...", file.display());
+    let spec = clawrl_hil_tests::video::Film {
+        task: &setup.task,
+        seed: o.seed,
+        command: s.command,
+        size: a.video_size,
+        fps: a.video_fps,
+    };
+    let frames = clawrl_hil_tests::video::film(&o.trace, &spec, &file)
+        .with_context(|| format!("--video {}", file.display()))?;
+    println!("video: {} ({frames} frames)", file.display());
+    Ok(())
+}
+
 fn run_scenario(
     a: &Args,
     s: &scenario::Scenario,
@@ -146,6 +182,9 @@ fn run_scenario(
                 checked += o.trace.outputs_checked;
                 if s.kind.walks() && k == 0 {
                     path_picture(&a.out, s, &o, &one)?;
+                }
+                if let (Some(dir), 0) = (&a.video, k) {
+                    film(a, dir, s, &o, &one)?;
                 }
                 let block = report::scenario_text(&o, cmp.as_ref(), &checks);
                 cmps.extend(cmp);
