@@ -84,7 +84,7 @@ impl Scenario {
         self.command[0] == 0.0
     }
 
-    fn new(
+    pub fn new(
         kind: Kind,
         name: &'static str,
         about: &'static str,
