@@ -101,13 +101,17 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
     } else {
         0.0
     };
+    // Grip in stance minus grip in swing, paid in proportion to how well the body follows the
+    // command: a robot that stands with its claws shut while told to walk earns nothing for
+    // them (unscaled, a slope teacher learnt exactly that: BENCHMARKS.md, "Slopes with claws").
     let claw: f64 = x
         .grip
         .iter()
         .zip(x.contact)
         .map(|(g, c)| if c { *g } else { -*g })
         .sum::<f64>()
-        / NUM_FEET as f64;
+        / NUM_FEET as f64
+        * (-lin_err / sigma2).exp();
     // A trot's contact pattern: diagonal feet (FL-RR, FR-RL) together, left and right apart.
     // 1 for a trot, 0.5 for a pace or all four feet down, 0 for a bound; only when moving,
     // so the robot may stand on four feet when told to stand.
@@ -368,6 +372,14 @@ mod tests {
         assert!(term(&stance, &c, "claw_use") > 0.0);
         assert!(term(&swing, &c, "claw_use") < 0.0);
         assert_eq!(term(&open, &c, "claw_use"), 0.0);
+        // Gripping while standing still against a 0.3 m/s command earns a fraction of it:
+        // exp(-0.3^2 / 0.25^2) = 0.24 of the tracking case.
+        let still = RewardInputs {
+            lin_vel: [0.0; 3],
+            ..stance.clone()
+        };
+        let ratio = term(&still, &c, "claw_use") / term(&stance, &c, "claw_use");
+        assert!((ratio - (-0.09f64 / 0.0625).exp()).abs() < 1e-9, "{ratio}");
     }
 
     /// The contact pattern term, unweighted, on scripted foot states.
