@@ -183,14 +183,11 @@ pub fn table(points: &[Point]) -> String {
     s
 }
 
+/// The values of `v`, sorted, each once.
 fn distinct(v: impl Iterator<Item = f64>) -> Vec<f64> {
-    let mut out: Vec<f64> = Vec::new();
-    for x in v {
-        if !out.contains(&x) {
-            out.push(x);
-        }
-    }
+    let mut out: Vec<f64> = v.collect();
     out.sort_by(f64::total_cmp);
+    out.dedup();
     out
 }
 
