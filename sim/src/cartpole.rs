@@ -136,6 +136,7 @@ impl Env for CartPole {
             steps: self.steps,
             total: self.episode_return,
             terms: vec![("alive", self.episode_return)],
+            stats: Vec::new(),
         }
     }
 }

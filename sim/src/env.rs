@@ -65,6 +65,9 @@ pub struct EpisodeLog {
     pub total: f64,
     /// (term name, sum of weighted reward over the episode)
     pub terms: Vec<(&'static str, f64)>,
+    /// (name, value) of what the episode was, not what it earned: the quadruped's floor tilt
+    /// and terrain level. The trainer logs their means as `ep_NAME` columns.
+    pub stats: Vec<(&'static str, f64)>,
 }
 
 /// A task. Implementations hold their own MuJoCo data and random stream.
@@ -119,6 +122,16 @@ pub trait Env: Send {
     fn telemetry(&self) -> Telemetry {
         Telemetry::default()
     }
+
+    /// What an environment carries from one episode to the next (the quadruped's terrain
+    /// curriculum level), for the trainer to keep when it rebuilds its environments and in
+    /// its checkpoints. Empty for tasks that carry nothing.
+    fn carried(&self) -> Vec<f64> {
+        Vec::new()
+    }
+
+    /// Takes back what [`carried`](Self::carried) gave, before the first reset.
+    fn carry(&mut self, _state: &[f64]) {}
 
     /// Fixes the task command (for a velocity task: forward, lateral, yaw rate) until the next
     /// reset, for evaluation at chosen commands. Tasks without a command refuse.
@@ -175,6 +188,12 @@ impl<E: Env + ?Sized> Env for Box<E> {
     }
     fn telemetry(&self) -> Telemetry {
         (**self).telemetry()
+    }
+    fn carried(&self) -> Vec<f64> {
+        (**self).carried()
+    }
+    fn carry(&mut self, state: &[f64]) {
+        (**self).carry(state)
     }
     fn set_command(&mut self, command: &[f32]) -> Result<(), SimError> {
         (**self).set_command(command)

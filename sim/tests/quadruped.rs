@@ -667,3 +667,58 @@ fn a_fixed_heading_faces_the_robot_up_down_or_across_the_slope() {
         "{err}"
     );
 }
+
+/// The terrain curriculum: a fresh environment draws from the lowest band, a carried level from
+/// its own band, and an episode that stood still under a walking command moves it down a level
+/// (`curriculum.rs` has the ladder's rules; this is the environment using them).
+#[test]
+fn the_terrain_curriculum_draws_each_level_from_its_band_and_demotes_a_stand() {
+    let cfg = task(
+        "quadruped_slopes.toml",
+        &[
+            "terrain.slope_probability=1.0",
+            "terrain.slope_degrees=[5.0, 30.0]",
+            "terrain.curriculum_levels=5",
+            "randomization.push_velocity=0.0",
+            "env.episode_seconds=4.0",
+        ],
+    );
+    let degrees = |env: &QuadrupedEnv| env.params().slope.to_degrees();
+    let mut env = QuadrupedEnv::new(&cfg).unwrap();
+    for seed in 1..=5 {
+        env.reset(seed);
+        let d = degrees(&env);
+        assert!(
+            (5.0..=10.0).contains(&d),
+            "level 0, seed {seed}: {d:.1} deg"
+        );
+        assert_eq!(env.carried(), vec![0.0], "no episode finished yet");
+    }
+    let mut env = QuadrupedEnv::new(&cfg).unwrap();
+    env.carry(&[3.0]);
+    env.reset(7);
+    let d = degrees(&env);
+    assert!((20.0..=25.0).contains(&d), "level 3: {d:.1} deg");
+    // Told to walk at 0.3 m/s, it holds its stand (zero actions, claws open): no progress.
+    env.set_command(&[0.3, 0.0, 0.0]).unwrap();
+    loop {
+        let t = env.step(&[0.0; NUM_SERVOS]).unwrap();
+        if t.terminated || t.truncated {
+            break;
+        }
+    }
+    env.reset(8);
+    assert_eq!(
+        env.carried(),
+        vec![2.0],
+        "a stand under a walking command demotes"
+    );
+    let d = degrees(&env);
+    assert!((15.0..=20.0).contains(&d), "level 2: {d:.1} deg");
+    env.carry(&[99.0]);
+    assert_eq!(
+        env.carried(),
+        vec![4.0],
+        "a carried level is clamped to the ladder"
+    );
+}

@@ -15,7 +15,7 @@ use crate::algorithms::distill::per_joint_kl;
 use crate::config::TrainConfig;
 use crate::eval::{EvalOptions, EvalReport, evaluate};
 use crate::metrics::register_font;
-use crate::task::make_envs;
+use crate::task::make_eval_envs;
 
 #[derive(Debug, Clone)]
 pub struct CompareOptions {
@@ -86,7 +86,7 @@ pub fn compare(
     opts: &CompareOptions,
 ) -> Result<CompareReport> {
     let m = opts.num_envs.clamp(1, opts.episodes.max(1));
-    let mut envs = make_envs(cfg, m)?;
+    let mut envs = make_eval_envs(cfg, m)?;
     let spec = envs[0].spec().clone();
     let na = spec.action_dim;
     anyhow::ensure!(

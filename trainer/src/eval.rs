@@ -14,7 +14,7 @@ use clawrl_sim::{Env, ObsSource};
 
 use crate::config::TrainConfig;
 use crate::gait::{GaitAccumulator, GaitStats};
-use crate::task::make_envs;
+use crate::task::make_eval_envs;
 use crate::tracking::{self, Claws, Step, Tracking, ZeroCommand};
 
 #[derive(Debug, Clone)]
@@ -408,7 +408,7 @@ pub fn evaluate(
     opts: &EvalOptions,
 ) -> Result<EvalReport> {
     let m = opts.num_envs.clamp(1, opts.episodes.max(1));
-    let mut envs = make_envs(cfg, m)?;
+    let mut envs = make_eval_envs(cfg, m)?;
     let obs_layout: ObsSource = policy.policy_config().obs_source;
     let d = envs[0].spec().obs_dim(obs_layout);
     // Students read a stack of past frames; a slot's stack restarts with each episode.

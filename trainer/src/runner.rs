@@ -60,6 +60,9 @@ pub struct Runner {
     lengths: VecDeque<f64>,
     /// Recent per-episode sums of each named reward term (logged as `rew_<term>` columns).
     terms: Vec<(String, VecDeque<f64>)>,
+    /// Recent values of each episode statistic (`EpisodeLog::stats`: the floor's tilt, the
+    /// terrain level), logged as `ep_<name>` columns.
+    stats: Vec<(String, VecDeque<f64>)>,
     /// Show a progress bar when stderr is a terminal (otherwise, and when false, plain
     /// progress lines).
     pub progress: bool,
@@ -165,6 +168,7 @@ impl Runner {
         let pcfg = policy_config(&cfg, &spec);
         let policy = Registry::default().build(&pcfg, &mut rng)?;
         let alg = build_algorithm(&mut cfg, &spec, policy, &mut rng)?;
+        let stats = stat_windows(&envs);
         let venv = Self::make_venv(&cfg, envs, 0);
         let terms = venv
             .spec()
@@ -191,6 +195,7 @@ impl Runner {
             returns: VecDeque::new(),
             lengths: VecDeque::new(),
             terms,
+            stats,
             progress: false,
             _lock: lock,
         })
@@ -249,7 +254,10 @@ impl Runner {
                 *window = parse(v);
             }
         }
-        let envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
+        let mut envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
+        if let Ok(s) = get(META_ENV_CARRY) {
+            carry_into(&mut envs, &parse_carried(s));
+        }
         runner.venv = Self::make_venv(&runner.cfg, envs, runner.iteration);
         if branch {
             tracing::info!(
@@ -343,6 +351,11 @@ impl Runner {
         self.alg.policy()
     }
 
+    /// What each environment carries between episodes (its curriculum level).
+    fn carried(&self) -> Vec<Vec<f64>> {
+        self.venv.envs().map(|e| e.carried()).collect()
+    }
+
     pub fn algorithm(&self) -> &dyn Algorithm {
         self.alg.as_ref()
     }
@@ -384,6 +397,9 @@ impl Runner {
                     for ((_, window), (_, sum)) in self.terms.iter_mut().zip(&log.terms) {
                         push_window(window, *sum);
                     }
+                    for ((_, window), (_, v)) in self.stats.iter_mut().zip(&log.stats) {
+                        push_window(window, *v);
+                    }
                     finished += 1;
                 }
                 t_pol += (t1 - t0).as_secs_f64() + t2.elapsed().as_secs_f64();
@@ -419,6 +435,12 @@ impl Runner {
                 .map(|(name, window)| (format!("rew_{name}"), mean(window)))
                 .collect();
             row.extend(term_columns.iter().map(|(k, v)| (k.as_str(), *v)));
+            let stat_columns: Vec<(String, f64)> = self
+                .stats
+                .iter()
+                .map(|(name, window)| (format!("ep_{name}"), mean(window)))
+                .collect();
+            row.extend(stat_columns.iter().map(|(k, v)| (k.as_str(), *v)));
             self.metrics.push(&row)?;
             self.metrics
                 .append_last(&self.out_dir.join("metrics.csv"))?;
@@ -453,7 +475,10 @@ impl Runner {
             let every = self.cfg.run.run.checkpoint_every;
             if self.iteration.is_multiple_of(every) || self.iteration == total {
                 self.save_checkpoint()?;
-                let envs = make_envs(&self.cfg, n)?;
+                // Fresh environments (so a resumed run steps as this one does), carrying the
+                // old ones' curriculum levels.
+                let mut envs = make_envs(&self.cfg, n)?;
+                carry_into(&mut envs, &self.carried());
                 self.venv = Self::make_venv(&self.cfg, envs, self.iteration);
             }
             let pe = self.cfg.run.run.plot_every;
@@ -534,6 +559,7 @@ impl Runner {
         meta.insert("metrics_csv".into(), self.metrics.to_csv());
         meta.insert("recent_returns".into(), join(&self.returns));
         meta.insert("recent_lengths".into(), join(&self.lengths));
+        meta.insert(META_ENV_CARRY.into(), format_carried(&self.carried()));
         for (name, window) in &self.terms {
             meta.insert(format!("recent_term_{name}"), join(window));
         }
@@ -589,6 +615,40 @@ pub fn hms(s: f64) -> String {
     }
 }
 
+/// Checkpoint key of what each environment carries between episodes (`Env::carried`).
+const META_ENV_CARRY: &str = "env_carry";
+
+/// One name per episode statistic of the task, from a fresh environment's log.
+fn stat_windows(envs: &[Box<dyn Env>]) -> Vec<(String, VecDeque<f64>)> {
+    envs.first()
+        .map(|e| e.episode_log().stats)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, _)| (name.to_string(), VecDeque::new()))
+        .collect()
+}
+
+fn carry_into(envs: &mut [Box<dyn Env>], carried: &[Vec<f64>]) {
+    for (env, state) in envs.iter_mut().zip(carried) {
+        env.carry(state);
+    }
+}
+
+/// `1,2;3,4`: environments split by `;`, their values by `,`.
+fn format_carried(carried: &[Vec<f64>]) -> String {
+    carried
+        .iter()
+        .map(|s| s.iter().map(f64::to_string).collect::<Vec<_>>().join(","))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn parse_carried(s: &str) -> Vec<Vec<f64>> {
+    s.split(';')
+        .map(|e| e.split(',').filter_map(|x| x.parse().ok()).collect())
+        .collect()
+}
+
 fn push_window(w: &mut VecDeque<f64>, x: f64) {
     if w.len() == WINDOW {
         w.pop_front();
@@ -601,5 +661,18 @@ fn mean(w: &VecDeque<f64>) -> f64 {
         f64::NAN
     } else {
         w.iter().sum::<f64>() / w.len() as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn carried_state_round_trips_through_its_checkpoint_string() {
+        let carried = vec![vec![3.0], vec![0.0], vec![9.0, 1.5], vec![]];
+        let s = format_carried(&carried);
+        assert_eq!(s, "3;0;9,1.5;");
+        assert_eq!(parse_carried(&s), carried);
     }
 }

@@ -30,6 +30,17 @@ pub fn make_envs(cfg: &TrainConfig, n: usize) -> Result<Vec<Box<dyn Env>>> {
     }
 }
 
+/// `n` environments of the run's task as a measurement sees it: no terrain curriculum, so
+/// every episode draws its floor from the task's whole range (or the fixed tilt a `--set`
+/// asks for) and a seed means the same episode whatever ran before it.
+pub fn make_eval_envs(cfg: &TrainConfig, n: usize) -> Result<Vec<Box<dyn Env>>> {
+    let mut cfg = cfg.clone();
+    if let Some(task) = cfg.task.as_mut() {
+        task.terrain.curriculum_levels = 0;
+    }
+    make_envs(&cfg, n)
+}
+
 /// The spec of the run's task (builds one environment).
 pub fn spec(cfg: &TrainConfig) -> Result<EnvSpec> {
     Ok(make_envs(cfg, 1)?[0].spec().clone())

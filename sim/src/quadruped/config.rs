@@ -69,6 +69,10 @@ pub struct TerrainConfig {
     /// written before the key existed.
     #[serde(default)]
     pub heading: Heading,
+    /// Levels of the terrain curriculum over `slope_degrees` (`curriculum.rs`); 0 = none, every
+    /// sloped episode draws from the whole range. 0 in configs written before the key existed.
+    #[serde(default)]
+    pub curriculum_levels: usize,
 }
 
 /// The robot's heading at reset (see [`TerrainConfig::heading`]).
@@ -277,6 +281,12 @@ impl Validate for TaskConfig {
             self.terrain.slope_degrees,
             0.0,
             45.0,
+        )?;
+        check_range(
+            "terrain.curriculum_levels",
+            self.terrain.curriculum_levels as f64,
+            0.0,
+            100.0,
         )?;
 
         check_range(

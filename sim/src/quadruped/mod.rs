@@ -10,6 +10,7 @@
 //! friction, servo gains and the floor's tilt per episode, which a shared model cannot carry.
 //! The pristine model is shared (an `Arc`) and every episode's draw starts from it.
 pub mod config;
+pub mod curriculum;
 pub mod layout;
 pub mod math;
 pub mod observation;
@@ -32,6 +33,7 @@ use crate::rng::{SimRng, rng, uniform};
 use crate::{ActionMap, Env, EnvSpec, ObsSource, OnboardLayout, SimError, Telemetry, model};
 use clawrl_robot::OnboardSensors;
 use clawrl_robot::board::BoardSensorPath;
+use curriculum::TerrainCurriculum;
 use math::{Vec3, axis_angle, dot, mul, rotate, rotate_inv};
 use observation::{ONBOARD_DIM, PRIVILEGED_DIM};
 use reward::{NUM_TERMS, RewardInputs, TERMS};
@@ -116,6 +118,8 @@ pub struct QuadrupedEnv {
     /// step.
     board: Option<BoardSensorPath>,
     board_ticks: usize,
+    /// The terrain curriculum's level (`terrain.curriculum_levels`), moved at each reset.
+    curriculum: TerrainCurriculum,
     onboard: [f32; ONBOARD_DIM],
     privileged: [f32; PRIVILEGED_DIM],
 }
@@ -155,6 +159,7 @@ impl QuadrupedEnv {
         };
         let mut r = rng(0);
         let params = EpisodeParams::draw(&cfg, &mut r);
+        let curriculum = TerrainCurriculum::new(cfg.terrain.curriculum_levels);
         Self {
             cfg,
             robot,
@@ -180,6 +185,7 @@ impl QuadrupedEnv {
             sensors: OnboardSensors::default(),
             board: None,
             board_ticks: board_ticks(physics_dt),
+            curriculum,
             onboard: [0.0; ONBOARD_DIM],
             privileged: [0.0; PRIVILEGED_DIM],
         }
@@ -442,8 +448,12 @@ impl Env for QuadrupedEnv {
     }
 
     fn reset_in_place(&mut self, seed: u64) {
+        if self.started {
+            self.curriculum.finish_episode(self.fallen());
+        }
         self.rng = rng(seed);
-        self.params = EpisodeParams::draw(&self.cfg, &mut self.rng);
+        let band = self.curriculum.band(self.cfg.terrain.slope_degrees);
+        self.params = EpisodeParams::draw_on(&self.cfg, &mut self.rng, band);
         self.params.draw_start(&self.cfg, seed);
         // SAFETY: `apply` changes parameter values only, never sizes or addresses.
         let model = unsafe { self.data.model_mut() };
@@ -552,6 +562,9 @@ impl Env for QuadrupedEnv {
             foot_speed,
             terminated,
         };
+        let v = inputs.lin_vel;
+        self.curriculum
+            .record([self.command[0], self.command[1]], [v[0], v[1]], dt);
         let rewards = &self.cfg.rewards;
         let weighted = reward::weighted(&reward::terms(&inputs, rewards), &rewards.weights, dt);
         for (sum, w) in self.term_sums.iter_mut().zip(weighted) {
@@ -573,6 +586,10 @@ impl Env for QuadrupedEnv {
             steps: self.steps,
             total: self.term_sums.iter().sum(),
             terms: TERMS.iter().copied().zip(self.term_sums).collect(),
+            stats: vec![
+                ("slope_deg", self.params.slope.to_degrees()),
+                ("terrain_level", self.curriculum.level() as f64),
+            ],
         }
     }
 
@@ -589,6 +606,16 @@ impl Env for QuadrupedEnv {
             foot_contact: self.contact.to_vec(),
             foot_contact_substeps: self.substep_contact.iter().map(|c| c.to_vec()).collect(),
             grip: self.grip().to_vec(),
+        }
+    }
+
+    fn carried(&self) -> Vec<f64> {
+        vec![self.curriculum.level() as f64]
+    }
+
+    fn carry(&mut self, state: &[f64]) {
+        if let Some(&level) = state.first() {
+            self.curriculum.set_level(level as usize);
         }
     }
 

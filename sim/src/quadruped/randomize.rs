@@ -38,6 +38,12 @@ impl EpisodeParams {
     /// Draws every parameter. The order of draws is fixed, so a seed means the same episode
     /// whatever the config's ranges.
     pub fn draw(cfg: &TaskConfig, rng: &mut SimRng) -> Self {
+        Self::draw_on(cfg, rng, cfg.terrain.slope_degrees)
+    }
+
+    /// As [`draw`](Self::draw), a sloped floor's tilt drawn from `slope_degrees` (the terrain
+    /// curriculum's band) instead of the config's whole range.
+    pub fn draw_on(cfg: &TaskConfig, rng: &mut SimRng, slope_degrees: [f64; 2]) -> Self {
         use rand::RngExt;
         let d = &cfg.randomization;
         let friction = uniform(rng, d.friction);
@@ -49,7 +55,7 @@ impl EpisodeParams {
         let latency_substeps = rng.random_range(lo..=hi);
         let joint_offset = std::array::from_fn(|_| uniform(rng, [-d.joint_offset, d.joint_offset]));
         let sloped = rng.random::<f64>() < cfg.terrain.slope_probability;
-        let slope = uniform(rng, cfg.terrain.slope_degrees).to_radians();
+        let slope = uniform(rng, slope_degrees).to_radians();
         let direction = uniform(rng, [0.0, std::f64::consts::TAU]);
         let slope = if sloped { slope } else { 0.0 };
         let floor_quat = axis_angle([direction.cos(), direction.sin(), 0.0], slope);

@@ -89,6 +89,7 @@ fn with_returns(mut b: Batch, totals: &[Option<f64>]) -> Batch {
                 steps: 10,
                 total,
                 terms: Vec::new(),
+                stats: Vec::new(),
             })
         })
         .collect();
