@@ -489,6 +489,12 @@ impl Runner {
         if let Some(b) = bar {
             b.finish();
         }
+        // A branch taken at its last iteration (`--from-checkpoint N` with max_iterations N)
+        // ran nothing: it still writes that checkpoint's policy.safetensors, to ship or
+        // distil from.
+        if self.iteration == session.1 && !self.out_dir.join("policy.safetensors").exists() {
+            self.save_checkpoint()?;
+        }
         self.plot_or_warn();
         Ok(Summary {
             iterations: self.iteration,
