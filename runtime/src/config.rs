@@ -90,6 +90,10 @@ pub struct SafetySection {
     pub board_watchdog_ms: u16,
     /// What the board does when its watchdog trips: `hold`, `damp` or `limp`.
     pub board_safe_behaviour: String,
+    /// Claw angle (rad, 0 open to 1.2 shut) while standing before and after the policy; 0 in
+    /// configs written before the key existed.
+    #[serde(default)]
+    pub stand_grip: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -167,6 +171,12 @@ impl Validate for RuntimeConfig {
         check_range("safety.max_joint_speed", f.max_joint_speed, 0.1, 50.0)?;
         check_range("safety.tilt_limit_deg", f.tilt_limit_deg, 5.0, 90.0)?;
         check_range("safety.stale_cycles", f.stale_cycles, 1, 1000)?;
+        check_range(
+            "safety.stand_grip",
+            f.stand_grip,
+            quadruped::CLAW_LIMITS[0],
+            quadruped::CLAW_LIMITS[1],
+        )?;
         check_range("safety.board_watchdog_ms", f.board_watchdog_ms, 10, 1000)?;
         if !["hold", "damp", "limp"].contains(&f.board_safe_behaviour.as_str()) {
             return Err(KeyError::new(
@@ -274,6 +284,7 @@ impl RuntimeConfig {
             stale_cycles: f.stale_cycles,
             joint_limits: limits,
             command: self.control.command,
+            stand_pose: crate::controller::stand_pose(f.stand_grip),
         }
     }
 }

@@ -14,7 +14,7 @@ pub struct Args {
     /// The policy bundle (`clawrl export`).
     #[arg(long, default_value = "runs/quadruped_distill/student.clawrl")]
     bundle: PathBuf,
-    /// A scenario to run (repeatable); `list` shows them; default all.
+    /// A scenario to run (repeatable); `list` shows them; default all but the slope ones.
     #[arg(long = "scenario")]
     scenarios: Vec<String>,
     /// Wall-clock time instead of lockstep (what the robot sees; slower).
@@ -57,6 +57,10 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     if a.scenarios.iter().any(|s| s == "list") {
         for s in scenario::scenarios() {
+            println!("{:12} {}", s.name, s.about);
+        }
+        println!("with a slope student's bundle (not run by default):");
+        for s in scenario::slope_scenarios() {
             println!("{:12} {}", s.name, s.about);
         }
         return Ok(());
@@ -146,8 +150,9 @@ fn film(
 ) -> Result<()> {
     let file = dir.join(format!("{}.gif", s.name));
     eprintln!("hil: drawing {} ...", file.display());
+    let task = s.task(&setup.task);
     let spec = clawrl_hil_tests::video::Film {
-        task: &setup.task,
+        task: &task,
         seed: o.seed,
         command: s.command,
         size: a.video_size,

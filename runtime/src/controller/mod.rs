@@ -9,7 +9,7 @@
 //!
 //! Every goal leaves through one place: rate-limited against the last goal sent, then clamped
 //! to the joint limits.
-use clawrl_robot::quadruped::{DEFAULT_POSE, NUM_SERVOS, REST_POSE};
+use clawrl_robot::quadruped::{CLAW_LIMITS, DEFAULT_POSE, NUM_LEG_SERVOS, NUM_SERVOS, REST_POSE};
 use clawrl_robot::{ActionMap, rotation};
 
 use crate::inference::{InferenceError, Student};
@@ -54,6 +54,20 @@ pub struct SafetyConfig {
     pub joint_limits: [[f64; 2]; NUM_SERVOS],
     /// Velocity command given to the policy (forward m/s, lateral m/s, yaw rad/s).
     pub command: [f64; 3],
+    /// The pose the robot stands in before the policy and fades back to after it: the
+    /// default pose, its claws at `safety.stand_grip` ([`stand_pose`]).
+    pub stand_pose: [f64; NUM_SERVOS],
+}
+
+/// The default pose with its claws closed to `grip` rad (0: open, the default pose itself): a
+/// robot standing up on a slope holds on with its claws instead of sliding before the policy
+/// takes over.
+pub fn stand_pose(grip: f64) -> [f64; NUM_SERVOS] {
+    let mut pose = DEFAULT_POSE;
+    for claw in &mut pose[NUM_LEG_SERVOS..] {
+        *claw = grip.clamp(CLAW_LIMITS[0], CLAW_LIMITS[1]);
+    }
+    pose
 }
 
 impl SafetyConfig {
@@ -146,6 +160,7 @@ pub struct Controller<P> {
 impl<P: Act> Controller<P> {
     /// `map` turns actions into targets (the bundle's); `obs` builds the network's input.
     pub fn new(policy: P, obs: ObservationBuilder, map: ActionMap, cfg: SafetyConfig) -> Self {
+        let stand = cfg.stand_pose;
         Self {
             policy,
             obs,
@@ -155,8 +170,8 @@ impl<P: Act> Controller<P> {
             k: 0,
             latest: None,
             since_fresh: 0,
-            last_goal: DEFAULT_POSE,
-            from: DEFAULT_POSE,
+            last_goal: stand,
+            from: stand,
             last_action: [0.0; NUM_SERVOS],
             action: [0.0; NUM_SERVOS],
             targets: [0.0; NUM_SERVOS],
@@ -194,7 +209,7 @@ impl<P: Act> Controller<P> {
             Phase::Fault(_) => Some(self.last_goal),
             Phase::Standing => {
                 let t = self.progress(self.cfg.stand_s);
-                Some(lerp(&self.from, &DEFAULT_POSE, t))
+                Some(lerp(&self.from, &self.cfg.stand_pose, t))
             }
             Phase::Lowering => {
                 let t = self.progress(self.cfg.lower_s);
@@ -312,8 +327,8 @@ impl<P: Act> Controller<P> {
         }
         let w = self.progress(self.cfg.fade_s);
         Some(match self.phase {
-            Phase::FadeIn => lerp(&DEFAULT_POSE, &self.targets, w),
-            Phase::FadeOut => lerp(&self.targets, &DEFAULT_POSE, w),
+            Phase::FadeIn => lerp(&self.cfg.stand_pose, &self.targets, w),
+            Phase::FadeOut => lerp(&self.targets, &self.cfg.stand_pose, w),
             _ => self.targets,
         })
     }

@@ -34,6 +34,7 @@ fn cfg() -> SafetyConfig {
         stale_cycles: 3,
         joint_limits: JOINT_LIMITS,
         command: [0.3, 0.0, 0.0],
+        stand_pose: DEFAULT_POSE,
     }
 }
 
@@ -736,4 +737,44 @@ fn the_last_action_in_the_observation_is_clipped_both_ways() {
             "action {value}"
         );
     }
+}
+
+/// `safety.stand_grip`: the stand ends on the default pose with the claws at the grip, and the
+/// fade-in starts from there (a robot on a slope holds on until the policy has it).
+#[test]
+fn the_stand_shuts_the_claws_to_the_stand_grip_and_fades_in_from_there() {
+    let pose = super::stand_pose(1.2);
+    let mut c = controller_with(
+        0.3,
+        None,
+        SafetyConfig {
+            stand_s: 2.0,
+            stand_pose: pose,
+            ..cfg()
+        },
+    );
+    let mut out = Output::default();
+    let outs = fresh(&mut c, &mut out, 200);
+    let last_stand = outs.iter().rfind(|o| o.phase == Phase::Standing).unwrap();
+    let g = last_stand.goals.unwrap();
+    for i in 0..NUM_SERVOS {
+        let want = if i < 12 { DEFAULT_POSE[i] } else { 1.2 };
+        assert!(
+            (g[i] - want).abs() < 1e-9,
+            "servo {i}: {} rad, want {want}",
+            g[i]
+        );
+    }
+    let first_fade = outs.iter().find(|o| o.phase == Phase::FadeIn).unwrap();
+    assert_eq!(
+        first_fade.goals,
+        Some(pose),
+        "the fade-in starts on the stand pose"
+    );
+    assert_eq!(
+        super::stand_pose(5.0),
+        pose,
+        "a grip past the claw's range is clamped"
+    );
+    assert_eq!(super::stand_pose(0.0), DEFAULT_POSE);
 }
