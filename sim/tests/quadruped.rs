@@ -722,3 +722,47 @@ fn the_terrain_curriculum_draws_each_level_from_its_band_and_demotes_a_stand() {
         "a carried level is clamped to the ladder"
     );
 }
+
+/// `randomization.settle_grip`: a settled start stands with its claws at the runtime's stand
+/// grip. On 20 degrees at friction 0.4 the shut claws hold the robot where it was put; open,
+/// it slides away during the settle (the HIL slope scenarios' first run, BENCHMARKS.md).
+#[test]
+fn a_settled_start_with_shut_claws_holds_on_a_slope_and_open_ones_slide() {
+    let moved = |grip: f64| {
+        let set = format!("randomization.settle_grip={grip}");
+        let cfg = task(
+            "quadruped_slopes.toml",
+            &[
+                "terrain.slope_probability=1.0",
+                "terrain.slope_degrees=[20.0, 20.0]",
+                "terrain.curriculum_levels=0",
+                "randomization.friction=[0.4, 0.4]",
+                "randomization.settled_start_probability=1.0",
+                "randomization.settle_seconds=2.0",
+                &set,
+            ],
+        );
+        let mut env = QuadrupedEnv::new(&cfg).unwrap();
+        env.reset(3);
+        let claws = env.read_sensors().joint_pos[12..].to_vec();
+        let p = env.telemetry().base_pos;
+        (p[0].hypot(p[1]), claws)
+    };
+    let (held, claws) = moved(1.2);
+    let (slid, open) = moved(0.0);
+    assert!(
+        claws.iter().all(|c| (c - 1.2).abs() < 0.1),
+        "shut: {claws:?}"
+    );
+    assert!(open.iter().all(|c| c.abs() < 0.1), "open: {open:?}");
+    // The torso starts 0.07 m off the origin (placed along the tilted floor's normal): 0.09 m
+    // shut is where it was put; open it slid 0.5 m in the 2 s settle.
+    assert!(
+        held < 0.12,
+        "shut claws: {held:.3} m from the origin after the settle"
+    );
+    assert!(
+        slid > held + 0.25,
+        "open claws {slid:.3} m, shut {held:.3} m"
+    );
+}

@@ -179,6 +179,11 @@ pub struct RandomizationConfig {
     pub settled_start_probability: f64,
     #[serde(default)]
     pub settle_seconds: f64,
+    /// Claw angle (rad, 0 open to 1.2 shut) of a settled start: the runtime's
+    /// `safety.stand_grip`, which stands a robot on a slope with its claws shut. 0 in configs
+    /// written before the key existed.
+    #[serde(default)]
+    pub settle_grip: f64,
     pub push_interval_seconds: [f64; 2],
     pub push_velocity: f64,
     /// +- m/s (linear) and rad/s (angular) drawn for each of the base's six velocities at a
@@ -363,6 +368,12 @@ impl Validate for TaskConfig {
             1.0,
         )?;
         check_range("randomization.settle_seconds", d.settle_seconds, 0.0, 10.0)?;
+        check_range(
+            "randomization.settle_grip",
+            d.settle_grip,
+            0.0,
+            super::CLAW_CLOSED,
+        )?;
         check_interval(
             "randomization.push_interval_seconds",
             d.push_interval_seconds,

@@ -392,7 +392,12 @@ impl QuadrupedEnv {
         qpos[3..7].copy_from_slice(&quat);
         for i in 0..NUM_SERVOS {
             let [lo, hi] = l.servo_range[i];
-            qpos[l.servo_qpos[i]] = (self.robot.default_pose[i] + jitter[i]).clamp(lo, hi);
+            let pose = if settled && i >= NUM_LEG_SERVOS {
+                self.cfg.randomization.settle_grip
+            } else {
+                self.robot.default_pose[i]
+            };
+            qpos[l.servo_qpos[i]] = (pose + jitter[i]).clamp(lo, hi);
         }
         settled
     }
@@ -464,6 +469,11 @@ impl Env for QuadrupedEnv {
         self.action = [0.0; NUM_SERVOS];
         self.prev_action = [0.0; NUM_SERVOS];
         self.target = self.targets(&[0.0; NUM_SERVOS]);
+        if settled {
+            // The runtime's stand pose: claws at `settle_grip` (its `safety.stand_grip`).
+            let grip = self.cfg.randomization.settle_grip;
+            self.target[NUM_LEG_SERVOS..].fill(grip);
+        }
         let target = self.target;
         self.apply_targets(&target);
         if settled {
