@@ -340,11 +340,19 @@ fn evaluation_results_are_saved_before_the_plot_and_a_failed_plot_is_a_warning()
 }
 
 /// The README says how many HIL scenarios there are: the number `clawrl hil --scenario list`
-/// prints, in words, as the README writes it.
+/// prints before the slope student's (run by name only), in words, as the README writes it.
 #[test]
 fn the_readme_counts_the_hil_scenarios_there_are() {
     let (out, _) = ok(&mut clawrl(&["hil", "--scenario", "list"]));
-    let n = out.lines().filter(|l| !l.trim().is_empty()).count();
+    let n = out
+        .lines()
+        .take_while(|l| !l.starts_with("with a slope student"))
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    assert!(
+        out.contains("slope-up") && out.contains("slope-down"),
+        "{out}"
+    );
     let words = [
         "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
         "eleven", "twelve",

@@ -41,6 +41,8 @@ pub fn film(trace: &Trace, f: &Film, file: &Path) -> Result<usize> {
     env.reset_in_place(seed);
     let model = env.data().model();
     let mut data = MjData::new(model);
+    // The floor's tilt lives in the episode's data (a mocap body), not in the model.
+    data.mocap_quat_mut()[0] = env.data().mocap_quat()[0];
     let skip = FrameSkip::for_fps(period_s, fps);
     let mut video = Video::create(
         file,

@@ -434,7 +434,7 @@ pub fn cycle(bundle: &clawrl_bundle::Bundle, iterations: usize) -> Result<CycleT
         stale_cycles: 5,
         joint_limits: JOINT_LIMITS,
         command: [0.3, 0.0, 0.0],
-        stand_pose: clawrl_robot::quadruped::DEFAULT_POSE,
+        stand_grip: 0.0,
     };
     let mut c = Controller::new(policy, obs, map, cfg);
     let encoder = GoalEncoder::new(&JOINT_LIMITS);

@@ -284,7 +284,7 @@ impl RuntimeConfig {
             stale_cycles: f.stale_cycles,
             joint_limits: limits,
             command: self.control.command,
-            stand_pose: crate::controller::stand_pose(f.stand_grip),
+            stand_grip: f.stand_grip,
         }
     }
 }

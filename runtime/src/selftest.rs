@@ -49,7 +49,7 @@ pub fn run() -> Result<Vec<String>> {
         stale_cycles: 5,
         joint_limits: JOINT_LIMITS,
         command: [0.3, 0.0, 0.0],
-        stand_pose: DEFAULT_POSE,
+        stand_grip: 0.0,
     };
     let mut c = Controller::new(student, obs, map, cfg);
     passed.extend(safety_sequence(&mut c)?);

@@ -131,7 +131,7 @@ fn the_running_control_loop_allocates_only_in_the_forward_pass() {
         stale_cycles: 5,
         joint_limits: JOINT_LIMITS,
         command: [0.3, 0.0, 0.0],
-        stand_pose: clawrl_robot::quadruped::DEFAULT_POSE,
+        stand_grip: 0.0,
     };
     let mut control = ControlLoop::new(Controller::new(policy, obs, map, cfg), &JOINT_LIMITS);
 

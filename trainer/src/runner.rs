@@ -254,6 +254,16 @@ impl Runner {
                 *window = parse(v);
             }
         }
+        // A run checkpointed before the episode statistics existed keeps its columns.
+        let has_columns = !runner.metrics.header().is_empty();
+        runner.stats.retain(|(name, _)| {
+            !has_columns || runner.metrics.column(&format!("ep_{name}")).is_some()
+        });
+        for (name, window) in runner.stats.iter_mut() {
+            if let Ok(v) = get(&format!("recent_stat_{name}")) {
+                *window = parse(v);
+            }
+        }
         let mut envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
         if let Ok(s) = get(META_ENV_CARRY) {
             carry_into(&mut envs, &parse_carried(s));
@@ -568,6 +578,9 @@ impl Runner {
         meta.insert(META_ENV_CARRY.into(), format_carried(&self.carried()));
         for (name, window) in &self.terms {
             meta.insert(format!("recent_term_{name}"), join(window));
+        }
+        for (name, window) in &self.stats {
+            meta.insert(format!("recent_stat_{name}"), join(window));
         }
         let path = checkpoint::save(
             &self.out_dir,

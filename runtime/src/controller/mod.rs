@@ -54,16 +54,14 @@ pub struct SafetyConfig {
     pub joint_limits: [[f64; 2]; NUM_SERVOS],
     /// Velocity command given to the policy (forward m/s, lateral m/s, yaw rad/s).
     pub command: [f64; 3],
-    /// The pose the robot stands in before the policy and fades back to after it: the
-    /// default pose, its claws at `safety.stand_grip` ([`stand_pose`]).
-    pub stand_pose: [f64; NUM_SERVOS],
+    /// Claw angle (rad) of the stand before and after the policy (`safety.stand_grip`; 0
+    /// open). The lowering to rest opens them.
+    pub stand_grip: f64,
 }
 
-/// The default pose with its claws closed to `grip` rad (0: open, the default pose itself): a
-/// robot standing up on a slope holds on with its claws instead of sliding before the policy
-/// takes over.
-pub fn stand_pose(grip: f64) -> [f64; NUM_SERVOS] {
-    let mut pose = DEFAULT_POSE;
+/// `pose` with its claws closed to `grip` rad (clamped to the claws' range; 0: open): a robot
+/// standing up on a slope holds on with its claws instead of sliding.
+pub fn with_grip(mut pose: [f64; NUM_SERVOS], grip: f64) -> [f64; NUM_SERVOS] {
     for claw in &mut pose[NUM_LEG_SERVOS..] {
         *claw = grip.clamp(CLAW_LIMITS[0], CLAW_LIMITS[1]);
     }
@@ -160,7 +158,7 @@ pub struct Controller<P> {
 impl<P: Act> Controller<P> {
     /// `map` turns actions into targets (the bundle's); `obs` builds the network's input.
     pub fn new(policy: P, obs: ObservationBuilder, map: ActionMap, cfg: SafetyConfig) -> Self {
-        let stand = cfg.stand_pose;
+        let stand = with_grip(DEFAULT_POSE, cfg.stand_grip);
         Self {
             policy,
             obs,
@@ -176,6 +174,11 @@ impl<P: Act> Controller<P> {
             action: [0.0; NUM_SERVOS],
             targets: [0.0; NUM_SERVOS],
         }
+    }
+
+    /// The default pose with the claws at the stand grip.
+    fn stand_pose(&self) -> [f64; NUM_SERVOS] {
+        with_grip(DEFAULT_POSE, self.cfg.stand_grip)
     }
 
     pub fn phase(&self) -> Phase {
@@ -209,7 +212,7 @@ impl<P: Act> Controller<P> {
             Phase::Fault(_) => Some(self.last_goal),
             Phase::Standing => {
                 let t = self.progress(self.cfg.stand_s);
-                Some(lerp(&self.from, &self.cfg.stand_pose, t))
+                Some(lerp(&self.from, &self.stand_pose(), t))
             }
             Phase::Lowering => {
                 let t = self.progress(self.cfg.lower_s);
@@ -327,8 +330,8 @@ impl<P: Act> Controller<P> {
         }
         let w = self.progress(self.cfg.fade_s);
         Some(match self.phase {
-            Phase::FadeIn => lerp(&self.cfg.stand_pose, &self.targets, w),
-            Phase::FadeOut => lerp(&self.targets, &self.cfg.stand_pose, w),
+            Phase::FadeIn => lerp(&self.stand_pose(), &self.targets, w),
+            Phase::FadeOut => lerp(&self.targets, &self.stand_pose(), w),
             _ => self.targets,
         })
     }

@@ -34,7 +34,7 @@ fn cfg() -> SafetyConfig {
         stale_cycles: 3,
         joint_limits: JOINT_LIMITS,
         command: [0.3, 0.0, 0.0],
-        stand_pose: DEFAULT_POSE,
+        stand_grip: 0.0,
     }
 }
 
@@ -743,13 +743,13 @@ fn the_last_action_in_the_observation_is_clipped_both_ways() {
 /// fade-in starts from there (a robot on a slope holds on until the policy has it).
 #[test]
 fn the_stand_shuts_the_claws_to_the_stand_grip_and_fades_in_from_there() {
-    let pose = super::stand_pose(1.2);
+    let pose = super::with_grip(DEFAULT_POSE, 1.2);
     let mut c = controller_with(
         0.3,
         None,
         SafetyConfig {
             stand_s: 2.0,
-            stand_pose: pose,
+            stand_grip: 1.2,
             ..cfg()
         },
     );
@@ -772,9 +772,9 @@ fn the_stand_shuts_the_claws_to_the_stand_grip_and_fades_in_from_there() {
         "the fade-in starts on the stand pose"
     );
     assert_eq!(
-        super::stand_pose(5.0),
+        super::with_grip(DEFAULT_POSE, 5.0),
         pose,
         "a grip past the claw's range is clamped"
     );
-    assert_eq!(super::stand_pose(0.0), DEFAULT_POSE);
+    assert_eq!(super::with_grip(DEFAULT_POSE, 0.0), DEFAULT_POSE);
 }
