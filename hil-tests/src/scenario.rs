@@ -872,9 +872,41 @@ pub fn checks(o: &Outcome) -> Vec<Check> {
                 == std::fs::read(&o.bundle_installed).ok();
             v.push(check("the installed bundle is still the good one", kept));
         }
-        Kind::Walk | Kind::Turn | Kind::Push | Kind::Slope => {}
+        Kind::Slope => v.extend(s.floor.and_then(|f| slope_check(&f, o))),
+        Kind::Walk | Kind::Turn | Kind::Push => {}
     }
     v
+}
+
+/// A slope scenario went the way it faced: over the policy's stretch the torso rose (uphill)
+/// or fell (downhill) by at least half of what its distance along the floor would give on the
+/// floor's tilt. Sliding back down fails a climb; a body on a level floor fails both. `None`
+/// across the slope.
+fn slope_check(f: &Floor, o: &Outcome) -> Option<Check> {
+    let end = o.policy_from_s + o.scenario.seconds;
+    let mut stretch = o
+        .trace
+        .samples
+        .iter()
+        .filter(|p| p.t >= o.policy_from_s && p.t <= end);
+    let (Some(a), Some(b)) = (stretch.next(), stretch.last()) else {
+        return Some(check("the policy's stretch has no samples", false));
+    };
+    let rise = b.base_pos[2] - a.base_pos[2];
+    let along = (b.base_pos[0] - a.base_pos[0]).hypot(b.base_pos[1] - a.base_pos[1]);
+    let due = 0.5 * along * f.degrees.to_radians().tan();
+    let (what, ok) = match f.heading {
+        Heading::Downhill => ("went down", -rise >= due && rise < 0.0),
+        Heading::Uphill => ("climbed", rise >= due && rise > 0.0),
+        Heading::Across | Heading::Random => return None,
+    };
+    Some(check(
+        format!(
+            "it {what} the {:.0} degree floor: {rise:+.2} m of height over {along:.2} m (at least {due:.2})",
+            f.degrees
+        ),
+        ok,
+    ))
 }
 
 /// Runs a scenario, compares a walking one with the pure simulation, and checks it.

@@ -55,6 +55,9 @@ pub struct EpisodeResult {
     pub command_speed: f64,
     /// Horizontal distance from start to end, m.
     pub distance: f64,
+    /// Height gained from start to end (world z), m: on a slope, whether the robot went up
+    /// or down it, whichever way its body faced.
+    pub rise: f64,
     /// Tracking errors of the body velocity averaged over a sliding [`tracking::WINDOW_S`]
     /// window against the window-mean command (NaN for tasks without a command).
     pub tracking_windowed: Tracking,
@@ -368,7 +371,7 @@ struct Running {
     err: f64,
     speed: f64,
     cmd: f64,
-    start: [f64; 2],
+    start: [f64; 3],
     active: bool,
     /// Foot contacts of the episode so far (quadruped), one row per control step: steps taken
     /// at zero command.
@@ -443,7 +446,7 @@ pub fn evaluate(
         }
         let t = env.telemetry();
         *st = Running {
-            start: [t.base_pos[0], t.base_pos[1]],
+            start: t.base_pos,
             active: true,
             ..Default::default()
         };
@@ -556,6 +559,7 @@ pub fn evaluate(
                     tracking_error: st.err / n,
                     forward_speed: st.speed / n,
                     command_speed: st.cmd / n,
+                    rise: t.base_pos[2] - st.start[2],
                     distance: ((t.base_pos[0] - st.start[0]).powi(2)
                         + (t.base_pos[1] - st.start[1]).powi(2))
                     .sqrt(),

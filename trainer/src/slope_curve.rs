@@ -1,7 +1,9 @@
 //! Success against floor tilt (issue 31): a policy on a fixed slope, up and down, at two
 //! frictions, with its claws free and forced open, one evaluation per point. A success is an
 //! episode with no fall whose mean speed along the command is at least [`MIN_SPEED`] and
-//! within [`SPEED_TOLERANCE`] of it: sliding down a slope is not a descent.
+//! within [`SPEED_TOLERANCE`] of it, and that went up (or down) the slope: sliding down a
+//! slope is not a descent, and turning round to walk down it is not a climb
+//! ([`went_the_way`]).
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -90,9 +92,27 @@ pub fn grid(tilts: &[f64], frictions: &[f64]) -> Vec<Condition> {
     v
 }
 
-/// Whether an episode at forward command `command` (m/s) succeeded.
-pub fn succeeded(e: &EpisodeResult, command: f64) -> bool {
-    !e.fell && e.forward_speed >= MIN_SPEED && (e.forward_speed - command).abs() <= SPEED_TOLERANCE
+/// Whether an episode at forward command `command` (m/s) and point `c` succeeded.
+pub fn succeeded(e: &EpisodeResult, command: f64, c: &Condition) -> bool {
+    !e.fell
+        && e.forward_speed >= MIN_SPEED
+        && (e.forward_speed - command).abs() <= SPEED_TOLERANCE
+        && went_the_way(e, c)
+}
+
+/// On a tilted floor, the torso rose (up) or fell (down) by at least half of what its distance
+/// from the start gives on the floor's tilt. The speed is measured in the body's frame, so a
+/// robot that turns round and walks down a slope it was told to climb would pass without it
+/// (the first slope student's HIL climbs did: BENCHMARKS.md).
+pub fn went_the_way(e: &EpisodeResult, c: &Condition) -> bool {
+    if c.tilt_deg <= 0.0 {
+        return true;
+    }
+    let due = 0.5 * e.distance * c.tilt_deg.to_radians().tan();
+    match c.direction {
+        Direction::Up => e.rise > 0.0 && e.rise >= due,
+        Direction::Down => e.rise < 0.0 && -e.rise >= due,
+    }
 }
 
 /// One evaluated point.
@@ -123,7 +143,7 @@ pub fn measure(
     };
     let r = evaluate(&cfg, policy, &opts)?;
     let n = r.episodes.len();
-    let ok = r.episodes.iter().filter(|e| succeeded(e, speed)).count();
+    let ok = r.episodes.iter().filter(|e| succeeded(e, speed, c)).count();
     Ok(Point {
         condition: *c,
         episodes: n,
@@ -297,18 +317,57 @@ mod tests {
         }
     }
 
+    const FLAT: Condition = Condition {
+        tilt_deg: 0.0,
+        friction: 1.0,
+        direction: Direction::Up,
+        claws_open: false,
+    };
+
     #[test]
     fn a_success_walks_along_the_command_without_falling() {
-        assert!(succeeded(&episode(false, 0.3), 0.3));
-        assert!(succeeded(&episode(false, 0.15), 0.3));
-        assert!(succeeded(&episode(false, 0.449), 0.3));
+        let ok = |e: &EpisodeResult, c: f64| succeeded(e, c, &FLAT);
+        assert!(ok(&episode(false, 0.3), 0.3));
+        assert!(ok(&episode(false, 0.15), 0.3));
+        assert!(ok(&episode(false, 0.449), 0.3));
         // Too slow, too fast, sliding back, fallen.
-        assert!(!succeeded(&episode(false, 0.14), 0.3));
-        assert!(!succeeded(&episode(false, 0.46), 0.3));
-        assert!(!succeeded(&episode(false, -0.3), 0.3));
-        assert!(!succeeded(&episode(true, 0.3), 0.3));
+        assert!(!ok(&episode(false, 0.14), 0.3));
+        assert!(!ok(&episode(false, 0.46), 0.3));
+        assert!(!ok(&episode(false, -0.3), 0.3));
+        assert!(!ok(&episode(true, 0.3), 0.3));
         // At a slow command the 0.15 m/s floor still holds.
-        assert!(!succeeded(&episode(false, 0.1), 0.1));
+        assert!(!ok(&episode(false, 0.1), 0.1));
+    }
+
+    /// 2 m along a 20 degree floor is 0.73 m of height: half of it is due either way, and a
+    /// walk at the right speed that went the wrong way is no success.
+    #[test]
+    fn a_climb_gains_height_and_a_descent_loses_it() {
+        let walked = |rise: f64| EpisodeResult {
+            distance: 2.0,
+            rise,
+            ..episode(false, 0.3)
+        };
+        let up = Condition {
+            tilt_deg: 20.0,
+            ..FLAT
+        };
+        let down = Condition {
+            direction: Direction::Down,
+            ..up
+        };
+        assert!(succeeded(&walked(0.7), 0.3, &up));
+        assert!(!succeeded(&walked(0.3), 0.3, &up), "a third of the height");
+        assert!(
+            !succeeded(&walked(-0.7), 0.3, &up),
+            "turned round and went down"
+        );
+        assert!(succeeded(&walked(-0.7), 0.3, &down));
+        assert!(!succeeded(&walked(0.7), 0.3, &down));
+        assert!(
+            succeeded(&walked(0.0), 0.3, &FLAT),
+            "no height due on a flat floor"
+        );
     }
 
     #[test]
