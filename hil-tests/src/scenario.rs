@@ -889,7 +889,7 @@ fn slope_check(f: &Floor, o: &Outcome) -> Option<Check> {
         .samples
         .iter()
         .filter(|p| p.t >= o.policy_from_s && p.t <= end);
-    let (Some(a), Some(b)) = (stretch.next(), stretch.last()) else {
+    let (Some(a), Some(b)) = (stretch.next(), stretch.next_back()) else {
         return Some(check("the policy's stretch has no samples", false));
     };
     let rise = b.base_pos[2] - a.base_pos[2];
