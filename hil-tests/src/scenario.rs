@@ -239,30 +239,27 @@ pub fn scenarios() -> Vec<Scenario> {
 /// [`scenarios`]: the flat student is not made for them; run them by name with a slope
 /// student's bundle.
 pub fn slope_scenarios() -> Vec<Scenario> {
-    let on = |degrees, heading| {
-        Some(Floor {
-            degrees,
+    let walk = |name, about, heading| {
+        let mut s = Scenario::new(Kind::Slope, name, about, [0.3, 0.0, 0.0], 8.0);
+        s.floor = Some(Floor {
+            degrees: 20.0,
             friction: 0.4,
             heading,
-        })
+        });
+        s
     };
-    let mut up = Scenario::new(
-        Kind::Slope,
-        "slope-up",
-        "climb a 20 degree floor at friction 0.4, 0.3 m/s for 8 s",
-        [0.3, 0.0, 0.0],
-        8.0,
-    );
-    up.floor = on(20.0, Heading::Uphill);
-    let mut down = Scenario::new(
-        Kind::Slope,
-        "slope-down",
-        "walk down a 20 degree floor at friction 0.4, 0.3 m/s for 8 s",
-        [0.3, 0.0, 0.0],
-        8.0,
-    );
-    down.floor = on(20.0, Heading::Downhill);
-    vec![up, down]
+    vec![
+        walk(
+            "slope-up",
+            "climb a 20 degree floor at friction 0.4, 0.3 m/s for 8 s",
+            Heading::Uphill,
+        ),
+        walk(
+            "slope-down",
+            "walk down a 20 degree floor at friction 0.4, 0.3 m/s for 8 s",
+            Heading::Downhill,
+        ),
+    ]
 }
 
 pub fn by_name(name: &str) -> Result<Scenario> {

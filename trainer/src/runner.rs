@@ -59,10 +59,10 @@ pub struct Runner {
     returns: VecDeque<f64>,
     lengths: VecDeque<f64>,
     /// Recent per-episode sums of each named reward term (logged as `rew_<term>` columns).
-    terms: Vec<(String, VecDeque<f64>)>,
+    terms: Windows,
     /// Recent values of each episode statistic (`EpisodeLog::stats`: the floor's tilt, the
     /// terrain level), logged as `ep_<name>` columns.
-    stats: Vec<(String, VecDeque<f64>)>,
+    stats: Windows,
     /// Show a progress bar when stderr is a terminal (otherwise, and when false, plain
     /// progress lines).
     pub progress: bool,
@@ -168,14 +168,14 @@ impl Runner {
         let pcfg = policy_config(&cfg, &spec);
         let policy = Registry::default().build(&pcfg, &mut rng)?;
         let alg = build_algorithm(&mut cfg, &spec, policy, &mut rng)?;
-        let stats = stat_windows(&envs);
+        // The statistics' names from a fresh environment's log (the spec does not list them).
+        let stat_names = envs
+            .first()
+            .map(|e| e.episode_log().stats)
+            .unwrap_or_default();
+        let stats = Windows::new("ep", "stat", stat_names.iter().map(|(n, _)| n.to_string()));
         let venv = Self::make_venv(&cfg, envs, 0);
-        let terms = venv
-            .spec()
-            .reward_terms
-            .iter()
-            .map(|t| (t.clone(), VecDeque::new()))
-            .collect();
+        let terms = Windows::new("rew", "term", venv.spec().reward_terms.iter().cloned());
         std::fs::create_dir_all(out_dir)
             .with_context(|| format!("creating {}", out_dir.display()))?;
         clawrl_policy::io::write_atomic(
@@ -245,25 +245,16 @@ impl Runner {
             &dest.join("metrics.csv"),
             runner.metrics.to_csv().as_bytes(),
         )?;
-        let parse =
-            |s: &str| -> VecDeque<f64> { s.split(',').filter_map(|x| x.parse().ok()).collect() };
-        runner.returns = parse(get("recent_returns")?);
-        runner.lengths = parse(get("recent_lengths")?);
-        for (name, window) in runner.terms.iter_mut() {
-            if let Ok(v) = get(&format!("recent_term_{name}")) {
-                *window = parse(v);
-            }
-        }
+        runner.returns = parse_window(get("recent_returns")?);
+        runner.lengths = parse_window(get("recent_lengths")?);
+        let saved = |k: &str| get(k).ok().map(String::as_str);
+        runner.terms.restore(saved);
         // A run checkpointed before the episode statistics existed keeps its columns.
-        let has_columns = !runner.metrics.header().is_empty();
-        runner.stats.retain(|(name, _)| {
-            !has_columns || runner.metrics.column(&format!("ep_{name}")).is_some()
-        });
-        for (name, window) in runner.stats.iter_mut() {
-            if let Ok(v) = get(&format!("recent_stat_{name}")) {
-                *window = parse(v);
-            }
+        if !runner.metrics.header().is_empty() {
+            let m = &runner.metrics;
+            runner.stats.keep_columns(|c| m.column(c).is_some());
         }
+        runner.stats.restore(saved);
         let mut envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
         if let Ok(s) = get(META_ENV_CARRY) {
             carry_into(&mut envs, &parse_carried(s));
@@ -404,12 +395,8 @@ impl Runner {
                 for log in batch.finished.iter().flatten() {
                     push_window(&mut self.returns, log.total);
                     push_window(&mut self.lengths, log.steps as f64);
-                    for ((_, window), (_, sum)) in self.terms.iter_mut().zip(&log.terms) {
-                        push_window(window, *sum);
-                    }
-                    for ((_, window), (_, v)) in self.stats.iter_mut().zip(&log.stats) {
-                        push_window(window, *v);
-                    }
+                    self.terms.push(&log.terms);
+                    self.stats.push(&log.stats);
                     finished += 1;
                 }
                 t_pol += (t1 - t0).as_secs_f64() + t2.elapsed().as_secs_f64();
@@ -439,18 +426,9 @@ impl Runner {
                 ("t_update", t_update),
             ];
             row.extend(stats.iter().copied());
-            let term_columns: Vec<(String, f64)> = self
-                .terms
-                .iter()
-                .map(|(name, window)| (format!("rew_{name}"), mean(window)))
-                .collect();
-            row.extend(term_columns.iter().map(|(k, v)| (k.as_str(), *v)));
-            let stat_columns: Vec<(String, f64)> = self
-                .stats
-                .iter()
-                .map(|(name, window)| (format!("ep_{name}"), mean(window)))
-                .collect();
-            row.extend(stat_columns.iter().map(|(k, v)| (k.as_str(), *v)));
+            let columns: Vec<(String, f64)> =
+                self.terms.columns().chain(self.stats.columns()).collect();
+            row.extend(columns.iter().map(|(k, v)| (k.as_str(), *v)));
             self.metrics.push(&row)?;
             self.metrics
                 .append_last(&self.out_dir.join("metrics.csv"))?;
@@ -561,27 +539,17 @@ impl Runner {
         }
         let (_, policy_meta) = Registry::to_parts(self.alg.policy())?;
         let mut meta: Metadata = policy_meta;
-        let join = |v: &VecDeque<f64>| {
-            v.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
         meta.insert(META_TRAIN_CONFIG.into(), toml::to_string(&self.cfg)?);
         meta.insert("iteration".into(), self.iteration.to_string());
         meta.insert("env_steps".into(), self.env_steps.to_string());
         meta.insert("wall_s".into(), self.wall_s.to_string());
         meta.insert("rng".into(), checkpoint::rng_to_string(&self.rng));
         meta.insert("metrics_csv".into(), self.metrics.to_csv());
-        meta.insert("recent_returns".into(), join(&self.returns));
-        meta.insert("recent_lengths".into(), join(&self.lengths));
+        meta.insert("recent_returns".into(), join_window(&self.returns));
+        meta.insert("recent_lengths".into(), join_window(&self.lengths));
         meta.insert(META_ENV_CARRY.into(), format_carried(&self.carried()));
-        for (name, window) in &self.terms {
-            meta.insert(format!("recent_term_{name}"), join(window));
-        }
-        for (name, window) in &self.stats {
-            meta.insert(format!("recent_stat_{name}"), join(window));
-        }
+        self.terms.save(&mut meta);
+        self.stats.save(&mut meta);
         let path = checkpoint::save(
             &self.out_dir,
             self.iteration,
@@ -637,14 +605,67 @@ pub fn hms(s: f64) -> String {
 /// Checkpoint key of what each environment carries between episodes (`Env::carried`).
 const META_ENV_CARRY: &str = "env_carry";
 
-/// One name per episode statistic of the task, from a fresh environment's log.
-fn stat_windows(envs: &[Box<dyn Env>]) -> Vec<(String, VecDeque<f64>)> {
-    envs.first()
-        .map(|e| e.episode_log().stats)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(name, _)| (name.to_string(), VecDeque::new()))
-        .collect()
+/// Recent per-episode values of named figures, one window each (the reward terms, the
+/// episode statistics): logged as `COLUMN_name` columns, kept in checkpoints as
+/// `recent_KEY_name`.
+struct Windows {
+    column: &'static str,
+    key: &'static str,
+    named: Vec<(String, VecDeque<f64>)>,
+}
+
+impl Windows {
+    fn new(column: &'static str, key: &'static str, names: impl Iterator<Item = String>) -> Self {
+        Self {
+            column,
+            key,
+            named: names.map(|n| (n, VecDeque::new())).collect(),
+        }
+    }
+
+    /// One finished episode's values, in the order of the names.
+    fn push(&mut self, values: &[(&'static str, f64)]) {
+        for ((_, window), (_, v)) in self.named.iter_mut().zip(values) {
+            push_window(window, *v);
+        }
+    }
+
+    /// The metrics columns: each window's mean.
+    fn columns(&self) -> impl Iterator<Item = (String, f64)> + '_ {
+        self.named
+            .iter()
+            .map(|(name, w)| (format!("{}_{name}", self.column), mean(w)))
+    }
+
+    /// Drops the windows whose column `has` says the metrics lack.
+    fn keep_columns(&mut self, has: impl Fn(&str) -> bool) {
+        let column = self.column;
+        self.named
+            .retain(|(name, _)| has(&format!("{column}_{name}")));
+    }
+
+    fn save(&self, meta: &mut Metadata) {
+        for (name, w) in &self.named {
+            meta.insert(format!("recent_{}_{name}", self.key), join_window(w));
+        }
+    }
+
+    /// Each window a checkpoint saved (`saved` of its key), the others left empty.
+    fn restore<'a>(&mut self, saved: impl Fn(&str) -> Option<&'a str>) {
+        for (name, w) in &mut self.named {
+            if let Some(v) = saved(&format!("recent_{}_{name}", self.key)) {
+                *w = parse_window(v);
+            }
+        }
+    }
+}
+
+fn join_window(w: &VecDeque<f64>) -> String {
+    w.iter().map(f64::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn parse_window(s: &str) -> VecDeque<f64> {
+    s.split(',').filter_map(|x| x.parse().ok()).collect()
 }
 
 fn carry_into(envs: &mut [Box<dyn Env>], carried: &[Vec<f64>]) {

@@ -34,11 +34,18 @@ pub fn make_envs(cfg: &TrainConfig, n: usize) -> Result<Vec<Box<dyn Env>>> {
 /// every episode draws its floor from the task's whole range (or the fixed tilt a `--set`
 /// asks for) and a seed means the same episode whatever ran before it.
 pub fn make_eval_envs(cfg: &TrainConfig, n: usize) -> Result<Vec<Box<dyn Env>>> {
-    let mut cfg = cfg.clone();
-    if let Some(task) = cfg.task.as_mut() {
-        task.terrain.curriculum_levels = 0;
-    }
+    let cfg = TrainConfig {
+        task: cfg.task.as_ref().map(measured),
+        ..cfg.clone()
+    };
     make_envs(&cfg, n)
+}
+
+/// `task` as a measurement runs it: without its terrain curriculum ([`make_eval_envs`]).
+pub fn measured(task: &TaskConfig) -> TaskConfig {
+    let mut t = task.clone();
+    t.terrain.curriculum_levels = 0;
+    t
 }
 
 /// The spec of the run's task (builds one environment).

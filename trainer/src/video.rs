@@ -50,10 +50,8 @@ pub fn record_episode(
         .task
         .as_ref()
         .context("--video: only the quadruped tasks have a body to film")?;
-    // As `clawrl eval` measures (`make_eval_envs`): no terrain curriculum, so episode 0 is
-    // the episode eval's numbers include.
-    let mut task = task.clone();
-    task.terrain.curriculum_levels = 0;
+    // As `clawrl eval` measures: episode 0 is the episode eval's numbers include.
+    let task = crate::task::measured(task);
     let mut env = QuadrupedEnv::new(&task).context("building the task to film")?;
     env.reset_in_place(derive_seed(opts.seed, 0));
     if let Some(c) = &opts.command {
