@@ -766,3 +766,60 @@ fn a_settled_start_with_shut_claws_holds_on_a_slope_and_open_ones_slide() {
         "open claws {slid:.3} m, shut {held:.3} m"
     );
 }
+
+/// legged_gym's heading command (`command.heading_gain`): every step the yaw command is the
+/// gain times the error to the target heading, so a body kicked off its heading is steered back;
+/// a resample that keeps no yaw holds the heading it has.
+#[test]
+fn the_heading_command_steers_back_to_the_target_heading() {
+    use clawrl_sim::quadruped::heading_yaw;
+    let cfg = task(
+        "quadruped_flat.toml",
+        &[
+            "command.heading_gain=0.5",
+            "command.zero_probability=0.0",
+            "randomization.settled_start_probability=0.0",
+            "randomization.init_base_velocity=0.5",
+        ],
+    );
+    let range = cfg.command.yaw_rate;
+    let mut env = QuadrupedEnv::new(&cfg).unwrap();
+    let (mut turned, mut moved) = (0, 0.0f64);
+    for seed in 0..4 {
+        env.reset_in_place(seed);
+        let start = env.heading();
+        turned += usize::from((env.target_heading() - start).abs() > 0.1);
+        for _ in 0..50 {
+            env.step_in_place(&[0.0; NUM_SERVOS]).unwrap();
+            let want = heading_yaw(0.5, env.target_heading(), env.heading(), range);
+            assert!(
+                (env.command()[2] - want).abs() < 1e-12,
+                "{} against {want}",
+                env.command()[2]
+            );
+        }
+        moved = moved.max((env.heading() - start).abs());
+    }
+    assert!(turned > 0, "no resample asked for a new heading");
+    assert!(
+        moved > 0.01,
+        "the kicks never turned the body ({moved} rad)"
+    );
+
+    let cfg = task(
+        "quadruped_flat.toml",
+        &[
+            "command.heading_gain=0.5",
+            "command.keep_probability=[1.0, 1.0, 0.0]",
+        ],
+    );
+    let mut env = QuadrupedEnv::new(&cfg).unwrap();
+    for seed in 0..4 {
+        env.reset_in_place(seed);
+        assert!(
+            env.command()[2].abs() < 1e-9,
+            "seed {seed}: {:?}",
+            env.command()
+        );
+    }
+}

@@ -52,6 +52,15 @@ pub struct CommandConfig {
     /// (every axis drawn) in configs written before the key existed.
     #[serde(default = "all_kept")]
     pub keep_probability: [f64; 3],
+    /// legged_gym's heading command: when above 0, a resample draws a target heading (the
+    /// current one plus up to half a turn either way, or the current one where the yaw axis is
+    /// not kept) and every control step sets the yaw-rate command to `heading_gain` x the
+    /// heading error (rad/s per rad), clipped to `yaw_rate`. A policy that turns off its
+    /// heading then pays for it until it turns back, instead of once: on a slope, turning round
+    /// to walk "forward" downhill no longer pays. 0 = the yaw rate is drawn directly (configs
+    /// written before the key existed).
+    #[serde(default)]
+    pub heading_gain: f64,
 }
 
 fn all_kept() -> [f64; 3] {
@@ -274,6 +283,7 @@ impl Validate for TaskConfig {
         for (axis, p) in ["forward", "lateral", "yaw"].iter().zip(c.keep_probability) {
             check_range(&format!("command.keep_probability ({axis})"), p, 0.0, 1.0)?;
         }
+        check_range("command.heading_gain", c.heading_gain, 0.0, 10.0)?;
 
         check_range(
             "terrain.slope_probability",

@@ -96,6 +96,9 @@ pub struct QuadrupedEnv {
     steps: usize,
     command: [f64; 3],
     fixed_command: bool,
+    /// The heading (rad, world yaw of the body's forward axis) the yaw command steers back to
+    /// when `command.heading_gain` is on.
+    target_heading: f64,
     next_resample: f64,
     next_push: f64,
     action: [f32; NUM_SERVOS],
@@ -171,6 +174,7 @@ impl QuadrupedEnv {
             steps: 0,
             command: [0.0; 3],
             fixed_command: false,
+            target_heading: 0.0,
             next_resample: 0.0,
             next_push: 0.0,
             action: [0.0; NUM_SERVOS],
@@ -211,6 +215,19 @@ impl QuadrupedEnv {
 
     pub fn command(&self) -> [f64; 3] {
         self.command
+    }
+
+    /// The body's heading: the world yaw of its forward axis (rad, in [-pi, pi]).
+    pub fn heading(&self) -> f64 {
+        // From qpos, not the sensor: current even before mj_forward (at reset).
+        let q = &self.data.qpos()[3..7];
+        let x = rotate([q[0], q[1], q[2], q[3]], [1.0, 0.0, 0.0]);
+        x[1].atan2(x[0])
+    }
+
+    /// The heading the yaw command steers to (`command.heading_gain`; see `heading_yaw`).
+    pub fn target_heading(&self) -> f64 {
+        self.target_heading
     }
 
     /// The raw sensor readings the current onboard observation was built from, before sensor
@@ -295,6 +312,36 @@ impl QuadrupedEnv {
         });
         self.command = if zero { [0.0; 3] } else { draw };
         self.next_resample = self.data.time() + uniform(&mut self.rng, c.resample_seconds);
+        if c.heading_gain > 0.0 {
+            // The yaw draw only says whether to turn: the turn itself is a new heading.
+            use std::f64::consts::PI;
+            let turn = uniform(&mut self.rng, [-PI, PI]);
+            let turns = self.command[2] != 0.0;
+            self.target_heading = wrap_angle(self.heading() + if turns { turn } else { 0.0 });
+            self.steer();
+        }
+    }
+
+    /// The yaw-rate command from the heading error, when the task steers by heading.
+    fn steer(&mut self) {
+        let c = &self.cfg.command;
+        if c.heading_gain > 0.0 && !self.fixed_command {
+            self.command[2] = heading_yaw(
+                c.heading_gain,
+                self.target_heading,
+                self.heading(),
+                c.yaw_rate,
+            );
+        }
+    }
+
+    /// The error between the target heading and the body's (rad): 0 when steering by yaw rate.
+    fn heading_error(&self) -> f64 {
+        if self.cfg.command.heading_gain > 0.0 && !self.fixed_command {
+            wrap_angle(self.target_heading - self.heading())
+        } else {
+            0.0
+        }
     }
 
     fn sensor(&self, adr: usize) -> Vec3 {
@@ -447,6 +494,23 @@ impl QuadrupedEnv {
     }
 }
 
+/// An angle wrapped into [-pi, pi].
+pub fn wrap_angle(a: f64) -> f64 {
+    use std::f64::consts::{PI, TAU};
+    (a + PI).rem_euclid(TAU) - PI
+}
+
+/// legged_gym's heading command: `gain` x the heading error, clipped to the yaw-rate range.
+pub fn heading_yaw(gain: f64, target: f64, heading: f64, [lo, hi]: [f64; 2]) -> f64 {
+    (gain * wrap_angle(target - heading)).clamp(lo, hi)
+}
+
+/// The planar part of `v` (x, y) rotated by `angle` about z.
+fn rotate_planar(v: Vec3, angle: f64) -> [f64; 2] {
+    let (s, c) = angle.sin_cos();
+    [c * v[0] - s * v[1], s * v[0] + c * v[1]]
+}
+
 impl Env for QuadrupedEnv {
     fn spec(&self) -> &EnvSpec {
         &self.spec
@@ -543,6 +607,7 @@ impl Env for QuadrupedEnv {
         if !self.fixed_command && self.data.time() >= self.next_resample {
             self.sample_command();
         }
+        self.steer();
 
         let dt = self.spec.control_dt;
         let touchdown = self.update_contacts(dt);
@@ -572,9 +637,11 @@ impl Env for QuadrupedEnv {
             foot_speed,
             terminated,
         };
-        let v = inputs.lin_vel;
+        // Progress along the command as the target heading faces (the body's own frame when
+        // steering by yaw rate): a body turned round and walking "forward" downhill goes back.
+        let v = rotate_planar(inputs.lin_vel, -self.heading_error());
         self.curriculum
-            .record([self.command[0], self.command[1]], [v[0], v[1]], dt);
+            .record([self.command[0], self.command[1]], v, dt);
         let rewards = &self.cfg.rewards;
         let weighted = reward::weighted(&reward::terms(&inputs, rewards), &rewards.weights, dt);
         for (sum, w) in self.term_sums.iter_mut().zip(weighted) {
@@ -737,5 +804,33 @@ impl QuadrupedEnv {
         (0..NUM_LEG_SERVOS)
             .map(|i| (force[l.servo_actuator[i]] * qvel[l.servo_dof[i]]).abs())
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::f64::consts::PI;
+
+    #[test]
+    fn the_heading_error_takes_the_short_way_round() {
+        assert!((wrap_angle(3.0 * PI / 2.0) + PI / 2.0).abs() < 1e-12);
+        // Target just past +pi, body just past -pi: 0.28 rad apart, not 6.
+        let yaw = heading_yaw(0.5, 3.0, -3.0, [-0.8, 0.8]);
+        assert!((yaw - 0.5 * (6.0 - 2.0 * PI)).abs() < 1e-12, "{yaw}");
+        assert_eq!(
+            heading_yaw(0.5, PI / 2.0, -PI / 2.0 + 0.1, [-0.8, 0.8]),
+            0.8
+        );
+    }
+
+    /// The curriculum's progress: velocity seen from the target heading. A body half a turn
+    /// off its heading, walking its own forward, goes backwards; a quarter turn left of it
+    /// (error -pi/2), its forward is the target's left.
+    #[test]
+    fn progress_is_measured_from_the_target_heading() {
+        let close = |a: [f64; 2], b: [f64; 2]| (a[0] - b[0]).abs() + (a[1] - b[1]).abs() < 1e-12;
+        assert!(close(rotate_planar([0.3, 0.0, 0.0], -PI), [-0.3, 0.0]));
+        assert!(close(rotate_planar([0.3, 0.0, 0.0], PI / 2.0), [0.0, 0.3]));
     }
 }
