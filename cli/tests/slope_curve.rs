@@ -64,3 +64,22 @@ fn a_cartpole_policy_is_refused() {
     ]));
     assert!(err.contains("no floor to tilt"), "{err}");
 }
+
+/// A tilt or friction outside the task's bounds is refused by the flag's own name, before any
+/// policy is loaded.
+#[test]
+fn an_out_of_range_tilt_or_friction_names_its_flag() {
+    for (flag, value, words) in [
+        ("--tilts", "10,50", "--tilts: 50 is outside [0, 45] degrees"),
+        ("--frictions", "0.01", "--frictions: 0.01 is outside [0.05, 3]"),
+    ] {
+        let err = fails(&mut clawrl(&[
+            "slope-curve",
+            "--policy",
+            "assets/pretrained/quadruped_slopes_ppo",
+            flag,
+            value,
+        ]));
+        assert!(err.contains(words), "{err}");
+    }
+}

@@ -86,7 +86,7 @@ pub fn manifest(
         action: ActionSpec {
             names: spec.action_names.clone(),
             map: spec.action_map.clone(),
-            max_target_speed: cfg.task.as_ref().map(|t| t.env.max_target_speed),
+            max_target_speed: cfg.task.as_ref().and_then(|t| trained_limit(t.env.max_target_speed)),
         },
         control_rate_hz: 1.0 / spec.control_dt,
         physics_rate_hz: Some(1.0 / spec.physics_dt),
@@ -202,4 +202,22 @@ pub fn onnx_policy(policy: &dyn Policy) -> Result<clawrl_onnx::MlpPolicy> {
         action_dim: c.action_dim,
         squash: policy.squashed(),
     })
+}
+
+/// The servo-target rate limit a bundle records: `env.max_target_speed`, where there was one.
+/// 0 means the policy trained without a limit; recorded as 0 rad/s, every robot (whose
+/// `safety.max_joint_speed` must be positive) would refuse the bundle as trained for another.
+fn trained_limit(max_target_speed: f64) -> Option<f64> {
+    (max_target_speed > 0.0).then_some(max_target_speed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trained_limit;
+
+    #[test]
+    fn a_policy_trained_without_a_rate_limit_records_none() {
+        assert_eq!(trained_limit(0.0), None);
+        assert_eq!(trained_limit(6.0), Some(6.0));
+    }
 }
