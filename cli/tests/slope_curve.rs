@@ -71,7 +71,11 @@ fn a_cartpole_policy_is_refused() {
 fn an_out_of_range_tilt_or_friction_names_its_flag() {
     for (flag, value, words) in [
         ("--tilts", "10,50", "--tilts: 50 is outside [0, 45] degrees"),
-        ("--frictions", "0.01", "--frictions: 0.01 is outside [0.05, 3]"),
+        (
+            "--frictions",
+            "0.01",
+            "--frictions: 0.01 is outside [0.05, 3]",
+        ),
     ] {
         let err = fails(&mut clawrl(&[
             "slope-curve",

@@ -86,7 +86,10 @@ pub fn manifest(
         action: ActionSpec {
             names: spec.action_names.clone(),
             map: spec.action_map.clone(),
-            max_target_speed: cfg.task.as_ref().and_then(|t| trained_limit(t.env.max_target_speed)),
+            max_target_speed: cfg
+                .task
+                .as_ref()
+                .and_then(|t| trained_limit(t.env.max_target_speed)),
         },
         control_rate_hz: 1.0 / spec.control_dt,
         physics_rate_hz: Some(1.0 / spec.physics_dt),

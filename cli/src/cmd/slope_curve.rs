@@ -41,10 +41,16 @@ pub fn run(a: Args) -> Result<()> {
     // The task's own bounds (terrain.slope_degrees, randomization.friction), checked here so
     // the error names the flag the user typed rather than the override it becomes.
     for &t in &a.tilts {
-        anyhow::ensure!((0.0..=45.0).contains(&t), "--tilts: {t} is outside [0, 45] degrees");
+        anyhow::ensure!(
+            (0.0..=45.0).contains(&t),
+            "--tilts: {t} is outside [0, 45] degrees"
+        );
     }
     for &f in &a.frictions {
-        anyhow::ensure!((0.05..=3.0).contains(&f), "--frictions: {f} is outside [0.05, 3]");
+        anyhow::ensure!(
+            (0.05..=3.0).contains(&f),
+            "--frictions: {f} is outside [0.05, 3]"
+        );
     }
     clawrl_policy::init_candle_threads(1);
     let src = load_any(&a.policy, &a.endpoint)?;
