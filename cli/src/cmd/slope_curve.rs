@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use clawrl_sim::quadruped::config::{FRICTION_RANGE, SLOPE_DEGREES_RANGE};
 use clawrl_trainer::eval::EvalOptions;
 use clawrl_trainer::remote::load_any;
 use clawrl_trainer::slope_curve::{self, MIN_SPEED, SPEED_TOLERANCE};
@@ -40,16 +41,18 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     // The task's own bounds (terrain.slope_degrees, randomization.friction), checked here so
     // the error names the flag the user typed rather than the override it becomes.
+    let [lo, hi] = SLOPE_DEGREES_RANGE;
     for &t in &a.tilts {
         anyhow::ensure!(
-            (0.0..=45.0).contains(&t),
-            "--tilts: {t} is outside [0, 45] degrees"
+            (lo..=hi).contains(&t),
+            "--tilts: {t} is outside [{lo}, {hi}] degrees"
         );
     }
+    let [lo, hi] = FRICTION_RANGE;
     for &f in &a.frictions {
         anyhow::ensure!(
-            (0.05..=3.0).contains(&f),
-            "--frictions: {f} is outside [0.05, 3]"
+            (lo..=hi).contains(&f),
+            "--frictions: {f} is outside [{lo}, {hi}]"
         );
     }
     clawrl_policy::init_candle_threads(1);

@@ -5,6 +5,11 @@ use std::path::{Path, PathBuf};
 use clawrl_config::{ConfigError, KeyError, Validate, check_interval, check_range};
 use serde::{Deserialize, Serialize};
 
+/// The floor tilts (degrees) `terrain.slope_degrees` may hold.
+pub const SLOPE_DEGREES_RANGE: [f64; 2] = [0.0, 45.0];
+/// The sliding frictions `randomization.friction` may hold.
+pub const FRICTION_RANGE: [f64; 2] = [0.05, 3.0];
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TaskConfig {
@@ -291,12 +296,8 @@ impl Validate for TaskConfig {
             0.0,
             1.0,
         )?;
-        check_interval(
-            "terrain.slope_degrees",
-            self.terrain.slope_degrees,
-            0.0,
-            45.0,
-        )?;
+        let [lo, hi] = SLOPE_DEGREES_RANGE;
+        check_interval("terrain.slope_degrees", self.terrain.slope_degrees, lo, hi)?;
         check_range(
             "terrain.curriculum_levels",
             self.terrain.curriculum_levels as f64,
@@ -342,7 +343,8 @@ impl Validate for TaskConfig {
         }
 
         let d = &self.randomization;
-        check_interval("randomization.friction", d.friction, 0.05, 3.0)?;
+        let [lo, hi] = FRICTION_RANGE;
+        check_interval("randomization.friction", d.friction, lo, hi)?;
         check_interval("randomization.link_mass_scale", d.link_mass_scale, 0.1, 3.0)?;
         check_interval(
             "randomization.torso_added_mass",

@@ -322,10 +322,16 @@ impl QuadrupedEnv {
         }
     }
 
+    /// Whether the yaw command comes from the heading error (`command.heading_gain` on, and
+    /// no fixed command set from outside).
+    fn steers_by_heading(&self) -> bool {
+        self.cfg.command.heading_gain > 0.0 && !self.fixed_command
+    }
+
     /// The yaw-rate command from the heading error, when the task steers by heading.
     fn steer(&mut self) {
-        let c = &self.cfg.command;
-        if c.heading_gain > 0.0 && !self.fixed_command {
+        if self.steers_by_heading() {
+            let c = &self.cfg.command;
             self.command[2] = heading_yaw(
                 c.heading_gain,
                 self.target_heading,
@@ -337,7 +343,7 @@ impl QuadrupedEnv {
 
     /// The error between the target heading and the body's (rad): 0 when steering by yaw rate.
     fn heading_error(&self) -> f64 {
-        if self.cfg.command.heading_gain > 0.0 && !self.fixed_command {
+        if self.steers_by_heading() {
             wrap_angle(self.target_heading - self.heading())
         } else {
             0.0
