@@ -554,7 +554,7 @@ impl TrainConfig {
             if !RESUMABLE_KEYS.contains(&o.key.as_str()) {
                 return Err(o.not_allowed(format!(
                     "a resumed run keeps its configuration; --resume may change only {}. \
-                     To change anything else, start a new run with --config (a run's config.toml is one)",
+                     To change anything else, start a new run with --config (a run's config.toml is one) and --init-from to start from its networks",
                     RESUMABLE_KEYS.join(", ")
                 )));
             }

@@ -277,6 +277,44 @@ impl Runner {
         Ok(runner)
     }
 
+    /// A new run (its own config, from iteration 0) whose policy and critic start from another
+    /// run's checkpoint: a fine-tune with settings that `--resume` keeps fixed (a reward weight,
+    /// the friction range, OPD after pure distillation). `from` is a run folder (its newest good
+    /// checkpoint) or one checkpoint file. The optimiser starts fresh, at the config's learning
+    /// rate; the environments take over the checkpoint's curriculum levels, so a fine-tune on
+    /// the slope task does not climb the ladder again from its first band.
+    pub fn init_from(cfg: TrainConfig, out_dir: &Path, from: &Path) -> Result<Self> {
+        let loaded = if from.is_file() {
+            let (tensors, meta) = checkpoint::load(from)?;
+            checkpoint::Loaded {
+                path: from.to_path_buf(),
+                iteration: None,
+                tensors,
+                meta,
+            }
+        } else {
+            checkpoint::load_newest_good(from, &mut |_| {})?
+        };
+        let mut runner = Self::new(cfg, out_dir)?;
+        runner.alg.load_networks(&loaded.tensors).with_context(|| {
+            format!(
+                "initialising from {}: a training checkpoint of the same algorithm and policy is needed",
+                loaded.path.display()
+            )
+        })?;
+        if let Some(s) = loaded.meta.get(META_ENV_CARRY) {
+            let mut envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
+            carry_into(&mut envs, &parse_carried(s));
+            runner.venv = Self::make_venv(&runner.cfg, envs, 0);
+        }
+        tracing::info!(
+            "{} starts from the networks of {}",
+            runner.out_dir.display(),
+            loaded.path.display()
+        );
+        Ok(runner)
+    }
+
     /// The checkpoint a resume starts from. Extending a run in place from an older
     /// checkpoint would overwrite the newer ones, so that needs a branch.
     fn load_for_resume(

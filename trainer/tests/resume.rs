@@ -149,3 +149,54 @@ fn non_finite_loss_stops_and_keeps_last_good_checkpoint() {
     assert_eq!(checkpoint::list(&dir).last().unwrap().0, 4);
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A fine-tune (`--init-from`): a new run with its own settings whose policy and critic start
+/// from another run's checkpoint, with a fresh optimiser and its own iteration count.
+#[test]
+fn a_new_run_starts_from_another_runs_networks() {
+    let dir_a = common::tmp("init-from-a");
+    let mut a = Runner::new(
+        common::config("cartpole_ppo.toml", &["run.max_iterations=3"]),
+        &dir_a,
+    )
+    .unwrap();
+    a.train(&mut NoHooks).unwrap();
+    drop(a);
+    let (saved, _) = checkpoint::load(&checkpoint::path_for(&dir_a, 3)).unwrap();
+    let tuned = [
+        "run.max_iterations=2",
+        "run.seed=7",
+        "ppo.learning_rate=1e-4",
+    ];
+    let dir_b = common::tmp("init-from-b");
+    let b = Runner::init_from(common::config("cartpole_ppo.toml", &tuned), &dir_b, &dir_a).unwrap();
+    assert_eq!(b.iteration, 0);
+    let sb = state(&b);
+    let vec = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    for (name, v) in &sb {
+        if name.contains("adam") {
+            // The optimiser is the new run's own: no moments carried over.
+            assert!(v.iter().all(|x| *x == 0.0), "`{name}` was carried over");
+        } else {
+            assert_eq!(v, &vec(&saved[name]), "`{name}` is not the checkpoint's");
+        }
+    }
+    // A fresh run of the same config does differ (the comparison above can fail).
+    let dir_c = common::tmp("init-from-c");
+    let c = Runner::new(common::config("cartpole_ppo.toml", &tuned), &dir_c).unwrap();
+    assert_ne!(state(&c)["actor.0.weight"], sb["actor.0.weight"]);
+    let mut b = b;
+    b.train(&mut NoHooks).unwrap();
+    assert_eq!(checkpoint::list(&dir_b).last().unwrap().0, 2);
+    // Networks of another shape are refused, naming the checkpoint.
+    let dir_d = common::tmp("init-from-d");
+    let other = common::config("cartpole_ppo.toml", &["policy.actor_hidden=[8]"]);
+    let e = format!(
+        "{:#}",
+        Runner::init_from(other, &dir_d, &dir_a).err().unwrap()
+    );
+    assert!(e.contains("same algorithm and policy"), "{e}");
+    for dir in [dir_a, dir_b, dir_c, dir_d] {
+        std::fs::remove_dir_all(dir).ok();
+    }
+}

@@ -38,6 +38,10 @@ pub struct Args {
     /// Continue the distillation in DIR from its newest good checkpoint.
     #[arg(long, value_name = "DIR|FILE", conflicts_with_all = ["teacher", "mode"])]
     resume: Option<PathBuf>,
+    /// A new distillation whose student and critic start from this run folder's newest good
+    /// checkpoint (or this checkpoint file): for example OPD after a pure distillation.
+    #[arg(long, value_name = "DIR|FILE", conflicts_with = "resume")]
+    init_from: Option<PathBuf>,
     /// Output folder (default: run.out_dir); with --resume, a branch.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -104,7 +108,10 @@ pub fn run(a: Args) -> Result<()> {
                 cfg.algo.name()
             );
             let out = a.out.unwrap_or_else(|| PathBuf::from(&cfg.run.run.out_dir));
-            Runner::new(cfg, &out)?
+            match a.init_from {
+                Some(from) => Runner::init_from(cfg, &out, &from)?,
+                None => Runner::new(cfg, &out)?,
+            }
         }
         (None, None) => anyhow::bail!("give --teacher (or --resume)"),
     };

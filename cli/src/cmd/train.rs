@@ -28,6 +28,10 @@ pub struct Args {
     /// Resume from this iteration's checkpoint instead of the newest.
     #[arg(long, value_name = "N", requires = "resume")]
     from_checkpoint: Option<usize>,
+    /// A new run from --config whose policy and critic start from this run folder's newest good
+    /// checkpoint (or this checkpoint file): a fine-tune with changed settings.
+    #[arg(long, value_name = "DIR|FILE", conflicts_with = "resume")]
+    init_from: Option<PathBuf>,
     /// Output folder (default: run.out_dir). With --resume: branch into this new folder and
     /// leave the original run untouched.
     #[arg(long, value_name = "DIR")]
@@ -50,7 +54,10 @@ pub fn run(a: Args) -> Result<()> {
         None => {
             let cfg = load_train_config(&find_config(&a.config)?, &a.set)?;
             let out = a.out.unwrap_or_else(|| PathBuf::from(&cfg.run.run.out_dir));
-            Runner::new(cfg, &out)?
+            match a.init_from {
+                Some(from) => Runner::init_from(cfg, &out, &from)?,
+                None => Runner::new(cfg, &out)?,
+            }
         }
     };
     runner.progress = !a.no_progress;

@@ -380,6 +380,11 @@ impl Algorithm for Distill {
         }
         Ok(())
     }
+
+    /// The student and its critic; the teacher stays the one this run was given.
+    fn load_networks(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
+        self.ppo.load_networks(t)
+    }
 }
 
 /// Per-joint KL(teacher || student) of one row, for reports.

@@ -96,6 +96,9 @@ pub trait Algorithm: Send {
     /// Everything needed to resume exactly (weights, optimiser state, normalisers, buffers).
     fn save(&self) -> Result<Vec<(String, Tensor)>>;
     fn load(&mut self, tensors: &HashMap<String, Tensor>) -> Result<()>;
+    /// The policy and the critic alone (weights and normalisers) from a checkpoint's tensors:
+    /// a new run that fine-tunes another one keeps its own optimiser and bookkeeping.
+    fn load_networks(&mut self, tensors: &HashMap<String, Tensor>) -> Result<()>;
 }
 
 /// Standard-normal noise from the run's RNG (candle's CPU device cannot be seeded).

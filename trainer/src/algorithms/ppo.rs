@@ -432,9 +432,13 @@ impl Algorithm for Ppo {
     }
 
     fn load(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
-        load_policy(self.policy.as_mut(), "", t)?;
-        self.critic.load("", t)?;
+        self.load_networks(t)?;
         self.opt.load_state("ppo.adam", t)?;
         Ok(())
+    }
+
+    fn load_networks(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
+        load_policy(self.policy.as_mut(), "", t)?;
+        self.critic.load("", t)
     }
 }

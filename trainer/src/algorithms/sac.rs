@@ -344,13 +344,17 @@ impl Algorithm for Sac {
     }
 
     fn load(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
-        load_policy(self.policy.as_mut(), "", t)?;
-        self.critic.load("", t)?;
+        self.load_networks(t)?;
         load_params(&[("log_alpha".into(), self.log_alpha.clone())], t)?;
         self.actor_opt.load_state("sac.actor_adam", t)?;
         self.critic_opt.load_state("sac.critic_adam", t)?;
         self.alpha_opt.load_state("sac.alpha_adam", t)?;
         self.buffer.load_tensors("replay", t)?;
         Ok(())
+    }
+
+    fn load_networks(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
+        load_policy(self.policy.as_mut(), "", t)?;
+        self.critic.load("", t)
     }
 }
