@@ -362,6 +362,40 @@ fn observation_layouts_are_consistent() {
     assert!(env.set_command(&[0.3]).is_err());
 }
 
+/// `env.privileged_friction = false`: the privileged observation reports the middle of the
+/// friction range whatever was drawn (a teacher that cannot grip by friction); by default it
+/// reports the draw.
+#[test]
+fn a_teacher_can_be_kept_from_seeing_the_friction() {
+    let seen = |overrides: &[&str]| -> Vec<(f64, f32)> {
+        let cfg = task("quadruped_slopes.toml", overrides);
+        let mut env = QuadrupedEnv::new(&cfg).unwrap();
+        let f = env
+            .spec()
+            .obs_names
+            .iter()
+            .position(|n| n == "friction")
+            .unwrap();
+        (0..6)
+            .map(|seed| {
+                let obs = env.reset(seed);
+                (env.params().friction, obs.privileged[f])
+            })
+            .collect()
+    };
+    for (drawn, obs) in seen(&[]) {
+        assert_eq!(obs, drawn as f32);
+    }
+    let hidden = seen(&["env.privileged_friction=false"]);
+    assert!(
+        hidden.iter().any(|(d, _)| (d - 0.7).abs() > 0.05),
+        "{hidden:?}"
+    );
+    for (_, obs) in hidden {
+        assert_eq!(obs, 0.7, "the middle of [0.4, 1.0]");
+    }
+}
+
 /// On a 25 degree slope of the slipperiest floor, closed claws hold the robot where open
 /// claws let it slide: the grip is something a policy can learn to use.
 #[test]

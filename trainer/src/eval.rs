@@ -315,13 +315,13 @@ impl EvalReport {
     pub fn episodes_csv(&self) -> String {
         let mut s = match self.kind {
             ReportKind::Balance => "episode,return,length,ended_early\n".to_string(),
-            ReportKind::Locomotion => "episode,return,length,fell,tracking_error_mps,forward_speed_mps,command_speed_mps,distance_m,tracking_error_0_5s_mps,yaw_error_radps,yaw_error_0_5s_radps,yaw_rate_radps,command_yaw_rate_radps,zero_command_s,zero_command_drift_m,zero_command_touchdowns,claw_grip_mean\n".to_string(),
+            ReportKind::Locomotion => "episode,return,length,fell,tracking_error_mps,forward_speed_mps,command_speed_mps,distance_m,tracking_error_0_5s_mps,yaw_error_radps,yaw_error_0_5s_radps,yaw_rate_radps,command_yaw_rate_radps,zero_command_s,zero_command_drift_m,zero_command_touchdowns,claw_grip_mean,rise_m\n".to_string(),
         };
         for (i, e) in self.episodes.iter().enumerate() {
             let line = match self.kind {
                 ReportKind::Balance => format!("{i},{},{},{}\n", e.ret, e.length, u8::from(e.fell)),
                 ReportKind::Locomotion => format!(
-                    "{i},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                    "{i},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                     e.ret,
                     e.length,
                     u8::from(e.fell),
@@ -337,7 +337,8 @@ impl EvalReport {
                     e.zero_command.seconds,
                     e.zero_command.drift_m,
                     e.zero_command.touchdowns,
-                    e.claws.mean_grip()
+                    e.claws.mean_grip(),
+                    e.rise
                 ),
             };
             s.push_str(&line);

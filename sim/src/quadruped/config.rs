@@ -40,6 +40,15 @@ pub struct EnvConfig {
     /// 0 = no limit (configs written before the key existed).
     #[serde(default)]
     pub max_target_speed: f64,
+    /// Whether the privileged observation reports the floor's friction. false: it reports the
+    /// middle of `randomization.friction` every episode, so a teacher cannot choose its grip by
+    /// a friction its onboard student cannot sense. true in configs written before the key.
+    #[serde(default = "yes")]
+    pub privileged_friction: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -111,9 +111,15 @@ impl QuadrupedEnv {
             at: 0,
         };
         o.extend(self.sensor(l.sensor_linvel));
+        let friction = if self.cfg.env.privileged_friction {
+            self.params.friction
+        } else {
+            let [lo, hi] = self.cfg.randomization.friction;
+            0.5 * (lo + hi)
+        };
         o.extend([
             self.height(),
-            self.params.friction,
+            friction,
             self.params.torso_added_mass,
             self.params.servo_strength,
         ]);
