@@ -40,9 +40,9 @@ pub struct EnvConfig {
     /// 0 = no limit (configs written before the key existed).
     #[serde(default)]
     pub max_target_speed: f64,
-    /// Whether the privileged observation reports the floor's friction. false: it reports the
-    /// middle of `randomization.friction` every episode, so a teacher cannot choose its grip by
-    /// a friction its onboard student cannot sense. true in configs written before the key.
+    /// Whether the privileged observation reports the floor's friction. false: it reports one
+    /// constant (`observation::HIDDEN_FRICTION`), so a teacher cannot choose its grip by a
+    /// friction its onboard student cannot sense. true in configs written before the key.
     #[serde(default = "yes")]
     pub privileged_friction: bool,
 }

@@ -21,6 +21,10 @@ pub const ONBOARD_DIM: usize = offsets::DIM;
 const HEIGHT_POINTS: [f64; 3] = [-0.05, 0.0, 0.05];
 pub const PRIVILEGED_EXTRA: usize = 3 + 1 + 1 + 1 + 1 + NUM_FEET + NUM_FEET * HEIGHT_POINTS.len();
 pub const PRIVILEGED_DIM: usize = ONBOARD_DIM + PRIVILEGED_EXTRA;
+/// The friction a privileged observation reports with `env.privileged_friction = false`: the
+/// middle of the field's range (MuJoCo Playground's U(0.4, 1.0)), one constant whatever the
+/// config's range, so a `--set` of the friction for an evaluation does not change the input.
+pub const HIDDEN_FRICTION: f64 = 0.7;
 
 /// Names of the privileged layout's entries (onboard is its first `ONBOARD_DIM`).
 pub fn names() -> Vec<String> {
@@ -114,8 +118,7 @@ impl QuadrupedEnv {
         let friction = if self.cfg.env.privileged_friction {
             self.params.friction
         } else {
-            let [lo, hi] = self.cfg.randomization.friction;
-            0.5 * (lo + hi)
+            HIDDEN_FRICTION
         };
         o.extend([
             self.height(),
