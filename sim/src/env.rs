@@ -141,6 +141,15 @@ pub trait Env: Send {
             task: self.spec().name.clone(),
         })
     }
+
+    /// After [`set_command`](Self::set_command): the yaw command holds the body's present
+    /// heading instead (the task's heading command, legged_gym's), as an operator steering
+    /// back would, until the next reset. Tasks that do not steer by heading refuse.
+    fn hold_heading(&mut self) -> Result<(), SimError> {
+        Err(SimError::NoHeading {
+            task: self.spec().name.clone(),
+        })
+    }
 }
 
 /// Physical state of the robot, for evaluation (tracking error, distance, falls) and gait plots.
@@ -197,6 +206,9 @@ impl<E: Env + ?Sized> Env for Box<E> {
     }
     fn set_command(&mut self, command: &[f32]) -> Result<(), SimError> {
         (**self).set_command(command)
+    }
+    fn hold_heading(&mut self) -> Result<(), SimError> {
+        (**self).hold_heading()
     }
 }
 

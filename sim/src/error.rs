@@ -16,6 +16,8 @@ pub enum SimError {
     NonFiniteAction { index: usize, value: f32 },
     #[error("task `{task}` takes no command")]
     NoCommand { task: String },
+    #[error("task `{task}` does not steer by heading (its command.heading_gain is 0)")]
+    NoHeading { task: String },
     #[error("command has {got} values, the task takes {expected}")]
     CommandLength { expected: usize, got: usize },
     #[error("step called before reset")]

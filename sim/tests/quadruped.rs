@@ -859,3 +859,52 @@ fn the_heading_command_steers_back_to_the_target_heading() {
         );
     }
 }
+
+/// `hold_heading` after a fixed command: the yaw command steers back to the heading the body
+/// had when it was set (an evaluation holding its course), where the bare fixed command keeps
+/// its yaw rate of 0. A task that does not steer by heading refuses.
+#[test]
+fn a_fixed_command_can_hold_its_heading() {
+    use clawrl_sim::quadruped::heading_yaw;
+    let cfg = task(
+        "quadruped_flat.toml",
+        &[
+            "command.heading_gain=0.5",
+            "randomization.settled_start_probability=0.0",
+            "randomization.init_base_velocity=0.5",
+        ],
+    );
+    let range = cfg.command.yaw_rate;
+    let mut env = QuadrupedEnv::new(&cfg).unwrap();
+    let mut steered = 0.0f64;
+    for seed in 0..4 {
+        env.reset_in_place(seed);
+        env.set_command(&[0.3, 0.0, 0.0]).unwrap();
+        env.hold_heading().unwrap();
+        let held = env.heading();
+        for _ in 0..50 {
+            env.step_in_place(&[0.0; NUM_SERVOS]).unwrap();
+            assert_eq!(env.target_heading(), held);
+            let want = heading_yaw(0.5, held, env.heading(), range);
+            assert!((env.command()[2] - want).abs() < 1e-12);
+            assert_eq!(&env.command()[..2], &[0.3f32 as f64, 0.0]);
+            steered = steered.max(env.command()[2].abs());
+        }
+        // The bare fixed command: yaw rate 0 however the body turns.
+        env.reset_in_place(seed);
+        env.set_command(&[0.3, 0.0, 0.0]).unwrap();
+        for _ in 0..50 {
+            env.step_in_place(&[0.0; NUM_SERVOS]).unwrap();
+            assert_eq!(env.command()[2], 0.0);
+        }
+    }
+    assert!(
+        steered > 0.005,
+        "the kicks never turned the body ({steered})"
+    );
+    let mut flat = QuadrupedEnv::new(&task("quadruped_flat.toml", &[])).unwrap();
+    flat.reset_in_place(1);
+    flat.set_command(&[0.3, 0.0, 0.0]).unwrap();
+    let e = flat.hold_heading().unwrap_err().to_string();
+    assert!(e.contains("heading_gain"), "{e}");
+}

@@ -25,6 +25,9 @@ pub struct EvalOptions {
     pub seed: u64,
     /// Fixed command (forward, lateral, yaw rate) set after every reset; `None` keeps the task's.
     pub command: Option<Vec<f32>>,
+    /// With `command`: its yaw holds each episode's starting heading (the task's heading
+    /// command) instead of a fixed yaw rate, as an operator steering back would.
+    pub hold_heading: bool,
     /// Seconds of the first episode of environment 0 to record for the gait diagram.
     pub gait_seconds: f64,
 }
@@ -37,6 +40,7 @@ impl Default for EvalOptions {
             threads: 2,
             seed: 12345,
             command: None,
+            hold_heading: false,
             gait_seconds: 4.0,
         }
     }
@@ -444,6 +448,9 @@ pub fn evaluate(
         env.reset_in_place(derive_seed(opts.seed, k as u64));
         if let Some(c) = &opts.command {
             env.set_command(c)?;
+            if opts.hold_heading {
+                env.hold_heading()?;
+            }
         }
         let t = env.telemetry();
         *st = Running {

@@ -127,7 +127,8 @@ pub struct Point {
     pub claw_grip: f64,
 }
 
-/// Evaluates `policy` at `c` (deterministic actions, forward command `speed`).
+/// Evaluates `policy` at `c` (deterministic actions, forward command `speed`; with
+/// `opts.hold_heading` its yaw holds the starting heading, else a yaw rate of 0).
 pub fn measure(
     cfg: &TrainConfig,
     policy: &dyn ActionSource,

@@ -28,6 +28,10 @@ pub struct Args {
     /// yaw rate line).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     command: Option<Vec<f32>>,
+    /// With --command on a task that steers by heading (the slope task): the yaw holds each
+    /// episode's starting heading, as the task's training commands do, instead of a fixed yaw rate.
+    #[arg(long, requires = "command")]
+    hold_heading: bool,
     /// Evaluate under other task settings (task.* keys only), e.g. a tilted floor.
     #[arg(long = "set", value_name = "task.KEY=VALUE")]
     set: Vec<String>,
@@ -92,6 +96,7 @@ pub fn run(a: Args) -> Result<()> {
         threads: a.threads,
         seed: a.seed,
         command: a.command.clone(),
+        hold_heading: a.hold_heading,
         gait_seconds: if a.gait_plot.is_some() {
             a.gait_seconds
         } else {

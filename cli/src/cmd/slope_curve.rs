@@ -29,6 +29,10 @@ pub struct Args {
     /// Forward command, m/s.
     #[arg(long, default_value_t = 0.3)]
     speed: f64,
+    /// The yaw holds each episode's starting heading (the task's heading command, as it was
+    /// trained) instead of a yaw rate of 0.
+    #[arg(long)]
+    hold_heading: bool,
     /// Where curve.md, curve.csv and curve.png go.
     #[arg(long, default_value = "runs/slope_curve")]
     out: PathBuf,
@@ -66,6 +70,7 @@ pub fn run(a: Args) -> Result<()> {
         num_envs: a.episodes.min(16),
         threads: a.threads,
         seed: a.seed,
+        hold_heading: a.hold_heading,
         ..Default::default()
     };
     let grid = slope_curve::grid(&a.tilts, &a.frictions);
@@ -87,11 +92,16 @@ pub fn run(a: Args) -> Result<()> {
     }
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let table = format!(
-        "Success against floor tilt: {} ({} episodes per point, forward at {} m/s; a success: no fall, \
-         speed along the command at least {MIN_SPEED} m/s and within {SPEED_TOLERANCE} of it)\n\n{}",
+        "Success against floor tilt: {} ({} episodes per point, forward at {} m/s, {}; a success: no fall, \
+         speed along the command at least {MIN_SPEED} m/s and within {SPEED_TOLERANCE} of it, height gained or lost)\n\n{}",
         src.label,
         a.episodes,
         a.speed,
+        if a.hold_heading {
+            "holding the starting heading"
+        } else {
+            "yaw rate 0"
+        },
         slope_curve::table(&points)
     );
     println!("{table}");

@@ -96,6 +96,8 @@ pub struct QuadrupedEnv {
     steps: usize,
     command: [f64; 3],
     fixed_command: bool,
+    /// A fixed command whose yaw holds `target_heading` ([`Env::hold_heading`]).
+    holds_heading: bool,
     /// The heading (rad, world yaw of the body's forward axis) the yaw command steers back to
     /// when `command.heading_gain` is on.
     target_heading: f64,
@@ -174,6 +176,7 @@ impl QuadrupedEnv {
             steps: 0,
             command: [0.0; 3],
             fixed_command: false,
+            holds_heading: false,
             target_heading: 0.0,
             next_resample: 0.0,
             next_push: 0.0,
@@ -323,9 +326,9 @@ impl QuadrupedEnv {
     }
 
     /// Whether the yaw command comes from the heading error (`command.heading_gain` on, and
-    /// no fixed command set from outside).
+    /// no fixed command set from outside, or one that holds its heading).
     fn steers_by_heading(&self) -> bool {
-        self.cfg.command.heading_gain > 0.0 && !self.fixed_command
+        self.cfg.command.heading_gain > 0.0 && (!self.fixed_command || self.holds_heading)
     }
 
     /// The yaw-rate command from the heading error, when the task steers by heading.
@@ -558,6 +561,7 @@ impl Env for QuadrupedEnv {
             self.kick_base();
         }
         self.fixed_command = false;
+        self.holds_heading = false;
         self.sample_command();
         self.next_push = uniform(&mut self.rng, self.cfg.randomization.push_interval_seconds);
         self.data.forward();
@@ -711,6 +715,20 @@ impl Env for QuadrupedEnv {
         }
         self.command = std::array::from_fn(|i| f64::from(command[i]));
         self.fixed_command = true;
+        self.holds_heading = false;
+        self.update_observation();
+        Ok(())
+    }
+
+    fn hold_heading(&mut self) -> Result<(), SimError> {
+        if self.cfg.command.heading_gain <= 0.0 {
+            return Err(SimError::NoHeading {
+                task: self.spec.name.clone(),
+            });
+        }
+        self.holds_heading = true;
+        self.target_heading = self.heading();
+        self.steer();
         self.update_observation();
         Ok(())
     }
