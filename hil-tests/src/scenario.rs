@@ -90,6 +90,12 @@ pub struct Floor {
 }
 
 impl Floor {
+    /// The runtime's heading hold on this floor (`control.heading_gain`): the slope task's
+    /// heading command, with which the slope teacher and its student were trained. An operator
+    /// walking a robot up a slope steers back when it veers; a fixed yaw rate of 0 lets it turn
+    /// off the fall line (BENCHMARKS.md, "The heading drifts under a fixed command").
+    pub const HEADING_GAIN: f64 = 0.5;
+
     /// The claws' angle while the runtime stands the robot up on this floor: shut.
     pub const STAND_GRIP: f64 = clawrl_robot::quadruped::CLAW_LIMITS[1];
 
@@ -348,6 +354,7 @@ fn runtime_config(setup: &Setup, port: &Path, s: &Scenario) -> Result<RuntimeCon
     // has it (BENCHMARKS.md, "The slope student in the loop").
     if s.floor.is_some() {
         sets.push(format!("safety.stand_grip={}", Floor::STAND_GRIP));
+        sets.push(format!("control.heading_gain={}", Floor::HEADING_GAIN));
     }
     Ok(RuntimeConfig::load(&setup.runtime_config, &sets)?)
 }

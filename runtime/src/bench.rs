@@ -434,6 +434,8 @@ pub fn cycle(bundle: &clawrl_bundle::Bundle, iterations: usize) -> Result<CycleT
         stale_cycles: 5,
         joint_limits: JOINT_LIMITS,
         command: [0.3, 0.0, 0.0],
+        heading_gain: 0.0,
+        heading_yaw_limit: 0.0,
         stand_grip: 0.0,
     };
     let mut c = Controller::new(policy, obs, map, cfg);

@@ -65,11 +65,24 @@ pub struct ControlConfig {
     pub cpu: i32,
     /// Velocity command given to the policy: forward m/s, lateral m/s, yaw rate rad/s.
     pub command: [f64; 3],
+    /// Above 0, the yaw command holds the heading the robot had when the policy took over:
+    /// heading_gain x the heading error (rad, from the board's orientation), clipped to
+    /// +-heading_yaw_limit, in place of `command[2]`. The slope task trains with this
+    /// (legged_gym's heading command, gain 0.5); 0 (the default) keeps the fixed yaw rate.
+    #[serde(default)]
+    pub heading_gain: f64,
+    /// rad/s; the slope task's yaw-rate range is +-0.8.
+    #[serde(default = "default_heading_yaw_limit")]
+    pub heading_yaw_limit: f64,
     /// What paces the loop: `wall` (the fixed-rate timer; the robot) or `lockstep` (each cycle
     /// starts when the previous cycle's reading arrives, or after `serial.answer_timeout_ms`
     /// without one: hardware-in-the-loop with a simulated body, whose time advances one
     /// control period per cycle).
     pub clock: String,
+}
+
+fn default_heading_yaw_limit() -> f64 {
+    0.8
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -158,6 +171,8 @@ impl Validate for RuntimeConfig {
         check_range("control.command[0]", c.command[0], -1.0, 1.0)?;
         check_range("control.command[1]", c.command[1], -0.5, 0.5)?;
         check_range("control.command[2]", c.command[2], -2.0, 2.0)?;
+        check_range("control.heading_gain", c.heading_gain, 0.0, 5.0)?;
+        check_range("control.heading_yaw_limit", c.heading_yaw_limit, 0.0, 2.0)?;
         if !["wall", "lockstep"].contains(&c.clock.as_str()) {
             return Err(KeyError::new(
                 "control.clock",
@@ -284,6 +299,8 @@ impl RuntimeConfig {
             stale_cycles: f.stale_cycles,
             joint_limits: limits,
             command: self.control.command,
+            heading_gain: self.control.heading_gain,
+            heading_yaw_limit: self.control.heading_yaw_limit,
             stand_grip: f.stand_grip,
         }
     }

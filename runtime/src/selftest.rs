@@ -49,6 +49,8 @@ pub fn run() -> Result<Vec<String>> {
         stale_cycles: 5,
         joint_limits: JOINT_LIMITS,
         command: [0.3, 0.0, 0.0],
+        heading_gain: 0.0,
+        heading_yaw_limit: 0.0,
         stand_grip: 0.0,
     };
     let mut c = Controller::new(student, obs, map, cfg);

@@ -131,6 +131,8 @@ fn the_running_control_loop_allocates_only_in_the_forward_pass() {
         stale_cycles: 5,
         joint_limits: JOINT_LIMITS,
         command: [0.3, 0.0, 0.0],
+        heading_gain: 0.0,
+        heading_yaw_limit: 0.0,
         stand_grip: 0.0,
     };
     let mut control = ControlLoop::new(Controller::new(policy, obs, map, cfg), &JOINT_LIMITS);

@@ -54,9 +54,26 @@ pub struct SafetyConfig {
     pub joint_limits: [[f64; 2]; NUM_SERVOS],
     /// Velocity command given to the policy (forward m/s, lateral m/s, yaw rad/s).
     pub command: [f64; 3],
+    /// Above 0: the yaw command holds the heading of the takeover (`control.heading_gain`).
+    #[serde(default)]
+    pub heading_gain: f64,
+    /// Largest yaw command the heading hold gives, rad/s.
+    #[serde(default)]
+    pub heading_yaw_limit: f64,
     /// Claw angle (rad) of the stand before and after the policy (`safety.stand_grip`; 0
     /// open). The lowering to rest opens them.
     pub stand_grip: f64,
+}
+
+/// The world yaw (rad) of the body's forward axis, from its orientation (w, x, y, z).
+pub fn heading_of([w, x, y, z]: [f64; 4]) -> f64 {
+    (2.0 * (w * z + x * y)).atan2(1.0 - 2.0 * (y * y + z * z))
+}
+
+/// An angle wrapped into [-pi, pi].
+fn wrap_angle(a: f64) -> f64 {
+    use std::f64::consts::{PI, TAU};
+    (a + PI).rem_euclid(TAU) - PI
 }
 
 /// `pose` with its claws closed to `grip` rad (clamped to the claws' range; 0: open): a robot
@@ -153,6 +170,8 @@ pub struct Controller<P> {
     last_action: [f32; NUM_SERVOS],
     action: [f32; NUM_SERVOS],
     targets: [f64; NUM_SERVOS],
+    /// The heading (rad) the yaw command holds, taken at the policy's first cycle of a takeover.
+    held_heading: Option<f64>,
 }
 
 impl<P: Act> Controller<P> {
@@ -173,6 +192,7 @@ impl<P: Act> Controller<P> {
             last_action: [0.0; NUM_SERVOS],
             action: [0.0; NUM_SERVOS],
             targets: [0.0; NUM_SERVOS],
+            held_heading: None,
         }
     }
 
@@ -192,6 +212,9 @@ impl<P: Act> Controller<P> {
     fn enter(&mut self, phase: Phase) {
         self.phase = phase;
         self.k = 0;
+        if phase == Phase::FadeIn {
+            self.held_heading = None;
+        }
     }
 
     /// Runs one cycle.
@@ -299,6 +322,19 @@ impl<P: Act> Controller<P> {
         t * t * (3.0 - 2.0 * t)
     }
 
+    /// The configured command; with `heading_gain` its yaw steers back to the heading held
+    /// since the takeover, as the slope task's heading command does in training.
+    fn command(&mut self, quat: [f64; 4]) -> [f64; 3] {
+        let mut c = self.cfg.command;
+        if self.cfg.heading_gain > 0.0 {
+            let heading = heading_of(quat);
+            let target = *self.held_heading.get_or_insert(heading);
+            let limit = self.cfg.heading_yaw_limit;
+            c[2] = (self.cfg.heading_gain * wrap_angle(target - heading)).clamp(-limit, limit);
+        }
+        c
+    }
+
     /// Runs the student on the latest reading; on a non-finite value it latches the fault and
     /// holds the last goal.
     fn policy_goal(&mut self, out: &mut Output) -> Option<[f64; NUM_SERVOS]> {
@@ -306,7 +342,7 @@ impl<P: Act> Controller<P> {
         let command = if self.phase.stopping() {
             [0.0; 3]
         } else {
-            self.cfg.command
+            self.command(s.sensors.quat)
         };
         self.obs.build(&s.sensors, &self.last_action, command);
         let obs = self.obs.normalised();

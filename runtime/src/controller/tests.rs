@@ -34,6 +34,8 @@ fn cfg() -> SafetyConfig {
         stale_cycles: 3,
         joint_limits: JOINT_LIMITS,
         command: [0.3, 0.0, 0.0],
+        heading_gain: 0.0,
+        heading_yaw_limit: 0.0,
         stand_grip: 0.0,
     }
 }
@@ -777,4 +779,62 @@ fn the_stand_shuts_the_claws_to_the_stand_grip_and_fades_in_from_there() {
         "a grip past the claw's range is clamped"
     );
     assert_eq!(super::with_grip(DEFAULT_POSE, 0.0), DEFAULT_POSE);
+}
+
+/// `heading_gain`: the yaw command the policy sees steers back to the heading the body had
+/// at the takeover (gain x error, clipped), in place of the configured yaw rate; a new
+/// takeover holds its own heading. Off (gain 0) the configured command passes as it is.
+#[test]
+fn the_heading_hold_steers_back_to_the_takeover_heading() {
+    use clawrl_robot::observation::offsets::COMMAND;
+    let yawed = |pose: [f64; NUM_SERVOS], yaw: f64| {
+        let mut s = reading(pose);
+        s.sensors.quat = [(yaw / 2.0).cos(), 0.0, 0.0, (yaw / 2.0).sin()];
+        s
+    };
+    let run = |gain: f64, yaws: &[f64]| -> Vec<Output> {
+        let mut c = controller_with(
+            0.2,
+            None,
+            SafetyConfig {
+                heading_gain: gain,
+                heading_yaw_limit: 0.8,
+                ..cfg()
+            },
+        );
+        let mut out = Output::default();
+        yaws.iter()
+            .map(|&yaw| {
+                let pose = out.goals.unwrap_or(REST_POSE);
+                let input = Input {
+                    state: Some(yawed(pose, yaw)),
+                    stop: false,
+                };
+                c.step(&input, &mut out);
+                out
+            })
+            .collect()
+    };
+    // Turned 0.3 rad before the takeover (standing), then 0.4 rad left of it, then far right.
+    let mut yaws = vec![0.3; 40];
+    yaws.extend([0.7, 0.7, -2.0]);
+    let outs = run(0.5, &yaws);
+    assert_eq!(outs[39].phase, Phase::Running);
+    let first = outs.iter().position(|o| o.policy_ran).unwrap();
+    assert_eq!(outs[first].frame[COMMAND + 2], 0.0, "on its own heading");
+    assert_eq!(outs[39].frame[COMMAND..COMMAND + 2], [0.3, 0.0]);
+    let yaw_cmd = |o: &Output| f64::from(o.frame[COMMAND + 2]);
+    assert!(
+        (yaw_cmd(&outs[40]) - 0.5 * -0.4).abs() < 1e-6,
+        "{}",
+        yaw_cmd(&outs[40])
+    );
+    assert!(
+        (yaw_cmd(&outs[42]) - 0.8).abs() < 1e-6,
+        "clipped: {}",
+        yaw_cmd(&outs[42])
+    );
+    // Off: the configured yaw rate (0) whatever the heading.
+    let off = run(0.0, &yaws);
+    assert!(off.iter().all(|o| o.frame[COMMAND + 2] == 0.0));
 }
