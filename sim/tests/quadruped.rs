@@ -382,7 +382,7 @@ fn a_teacher_can_be_kept_from_seeing_the_friction() {
             })
             .collect()
     };
-    for (drawn, obs) in seen(&[]) {
+    for (drawn, obs) in seen(&["env.privileged_friction=true"]) {
         assert_eq!(obs, drawn as f32);
     }
     let hidden = seen(&[
