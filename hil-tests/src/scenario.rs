@@ -107,6 +107,11 @@ impl Floor {
         t.terrain.heading = self.heading;
         t.terrain.curriculum_levels = 0;
         t.randomization.friction = [self.friction; 2];
+        // A settled start is the body as the runtime's stand-up leaves it, and on a slope
+        // that stand shuts the claws: settled with them open, the body slid down the floor
+        // for the whole settle, before the runtime had it (seed 4 of slope-up tipped over at
+        // the takeover, in the loop and the pure simulation alike).
+        t.randomization.settle_grip = Self::STAND_GRIP;
         t
     }
 }
