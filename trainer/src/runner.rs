@@ -255,11 +255,7 @@ impl Runner {
             runner.stats.keep_columns(|c| m.column(c).is_some());
         }
         runner.stats.restore(saved);
-        let mut envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
-        if let Ok(s) = get(META_ENV_CARRY) {
-            carry_into(&mut envs, &parse_carried(s));
-        }
-        runner.venv = Self::make_venv(&runner.cfg, envs, runner.iteration);
+        runner.take_carried(get(META_ENV_CARRY).ok().map(String::as_str))?;
         if branch {
             tracing::info!(
                 "branched {} at iteration {} into {}",
@@ -303,9 +299,7 @@ impl Runner {
             )
         })?;
         if let Some(s) = loaded.meta.get(META_ENV_CARRY) {
-            let mut envs = make_envs(&runner.cfg, runner.cfg.run.run.num_envs)?;
-            carry_into(&mut envs, &parse_carried(s));
-            runner.venv = Self::make_venv(&runner.cfg, envs, 0);
+            runner.take_carried(Some(s.as_str()))?;
         }
         tracing::info!(
             "{} starts from the networks of {}",
@@ -313,6 +307,17 @@ impl Runner {
             loaded.path.display()
         );
         Ok(runner)
+    }
+
+    /// Fresh environments for the run's iteration, carrying a checkpoint's curriculum levels
+    /// (`carried`: its META_ENV_CARRY entry, if it has one).
+    fn take_carried(&mut self, carried: Option<&str>) -> Result<()> {
+        let mut envs = make_envs(&self.cfg, self.cfg.run.run.num_envs)?;
+        if let Some(s) = carried {
+            carry_into(&mut envs, &parse_carried(s));
+        }
+        self.venv = Self::make_venv(&self.cfg, envs, self.iteration);
+        Ok(())
     }
 
     /// The checkpoint a resume starts from. Extending a run in place from an older

@@ -65,17 +65,6 @@ pub struct SafetyConfig {
     pub stand_grip: f64,
 }
 
-/// The world yaw (rad) of the body's forward axis, from its orientation (w, x, y, z).
-pub fn heading_of([w, x, y, z]: [f64; 4]) -> f64 {
-    (2.0 * (w * z + x * y)).atan2(1.0 - 2.0 * (y * y + z * z))
-}
-
-/// An angle wrapped into [-pi, pi].
-fn wrap_angle(a: f64) -> f64 {
-    use std::f64::consts::{PI, TAU};
-    (a + PI).rem_euclid(TAU) - PI
-}
-
 /// `pose` with its claws closed to `grip` rad (clamped to the claws' range; 0: open): a robot
 /// standing up on a slope holds on with its claws instead of sliding.
 pub fn with_grip(mut pose: [f64; NUM_SERVOS], grip: f64) -> [f64; NUM_SERVOS] {
@@ -327,10 +316,10 @@ impl<P: Act> Controller<P> {
     fn command(&mut self, quat: [f64; 4]) -> [f64; 3] {
         let mut c = self.cfg.command;
         if self.cfg.heading_gain > 0.0 {
-            let heading = heading_of(quat);
+            let heading = rotation::heading(quat);
             let target = *self.held_heading.get_or_insert(heading);
             let limit = self.cfg.heading_yaw_limit;
-            c[2] = (self.cfg.heading_gain * wrap_angle(target - heading)).clamp(-limit, limit);
+            c[2] = rotation::heading_yaw(self.cfg.heading_gain, target, heading, [-limit, limit]);
         }
         c
     }

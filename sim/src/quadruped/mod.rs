@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use mujoco_rs::prelude::*;
 
+pub use clawrl_robot::rotation::{heading_yaw, wrap_angle};
 pub use config::{Heading, TaskConfig};
 pub use layout::{Layout, NUM_FEET, NUM_LEG_SERVOS, NUM_SERVOS, foot_names, servo_names};
 pub use randomize::EpisodeParams;
@@ -224,8 +225,7 @@ impl QuadrupedEnv {
     pub fn heading(&self) -> f64 {
         // From qpos, not the sensor: current even before mj_forward (at reset).
         let q = &self.data.qpos()[3..7];
-        let x = rotate([q[0], q[1], q[2], q[3]], [1.0, 0.0, 0.0]);
-        x[1].atan2(x[0])
+        clawrl_robot::rotation::heading([q[0], q[1], q[2], q[3]])
     }
 
     /// The heading the yaw command steers to (`command.heading_gain`; see `heading_yaw`).
@@ -501,17 +501,6 @@ impl QuadrupedEnv {
         reward::update_duty(&mut self.duty, &self.contact, dt);
         touchdown
     }
-}
-
-/// An angle wrapped into [-pi, pi].
-pub fn wrap_angle(a: f64) -> f64 {
-    use std::f64::consts::{PI, TAU};
-    (a + PI).rem_euclid(TAU) - PI
-}
-
-/// legged_gym's heading command: `gain` x the heading error, clipped to the yaw-rate range.
-pub fn heading_yaw(gain: f64, target: f64, heading: f64, [lo, hi]: [f64; 2]) -> f64 {
-    (gain * wrap_angle(target - heading)).clamp(lo, hi)
 }
 
 /// The planar part of `v` (x, y) rotated by `angle` about z.
@@ -835,18 +824,6 @@ impl QuadrupedEnv {
 mod tests {
     use super::*;
     use std::f64::consts::PI;
-
-    #[test]
-    fn the_heading_error_takes_the_short_way_round() {
-        assert!((wrap_angle(3.0 * PI / 2.0) + PI / 2.0).abs() < 1e-12);
-        // Target just past +pi, body just past -pi: 0.28 rad apart, not 6.
-        let yaw = heading_yaw(0.5, 3.0, -3.0, [-0.8, 0.8]);
-        assert!((yaw - 0.5 * (6.0 - 2.0 * PI)).abs() < 1e-12, "{yaw}");
-        assert_eq!(
-            heading_yaw(0.5, PI / 2.0, -PI / 2.0 + 0.1, [-0.8, 0.8]),
-            0.8
-        );
-    }
 
     /// The curriculum's progress: velocity seen from the target heading. A body half a turn
     /// off its heading, walking its own forward, goes backwards; a quarter turn left of it
