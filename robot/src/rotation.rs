@@ -28,23 +28,27 @@ pub fn rotate(q: Quat, v: Vec3) -> Vec3 {
 }
 
 /// The world yaw (rad) of the body's forward axis, from its orientation `q` (body to world).
+/// (This and the two below need `std`'s float functions; the firmware has no use for them.)
+#[cfg(feature = "std")]
 pub fn heading(q: Quat) -> f64 {
     let x = rotate(q, [1.0, 0.0, 0.0]);
     x[1].atan2(x[0])
 }
 
 /// An angle wrapped into [-pi, pi].
+#[cfg(feature = "std")]
 pub fn wrap_angle(a: f64) -> f64 {
     use std::f64::consts::{PI, TAU};
     (a + PI).rem_euclid(TAU) - PI
 }
 
 /// legged_gym's heading command: `gain` x the heading error, clipped to the yaw-rate range.
+#[cfg(feature = "std")]
 pub fn heading_yaw(gain: f64, target: f64, heading: f64, [lo, hi]: [f64; 2]) -> f64 {
     (gain * wrap_angle(target - heading)).clamp(lo, hi)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;
     use std::f64::consts::PI;
