@@ -6,17 +6,18 @@
 //! Clocks:
 //! - **lockstep**: the body's time advances one control period each time the runtime asks
 //!   for the robot state (the last transaction of its cycle), after that cycle's goals reached
-//!   the board, and before the board answers (PX4's lockstep SITL works the same way). When
-//!   the runtime is silent (cable out, runtime stopped) it advances a period per
-//!   `free_run` of wall time (`free_run_link_down` while a fault holds the link down), so
-//!   the board's watchdog still sees the silence.
+//!   the board, and before the board answers (PX4's lockstep SITL works the same way). A
+//!   cycle that could not send that read (cable out) asks for its period through the shared
+//!   counters (`clawrl_runtime::lockstep`), so the board's watchdog still sees the silence,
+//!   and the runtime calls an answer lost when those counters say the line is quiet. No
+//!   outcome depends on the wall clock: the same bundle and seed give the same trace.
 //! - **real time**: the body's time follows the wall clock, what a robot sees.
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 use clawrl_firmware::FirmwareConfig;
@@ -204,19 +205,9 @@ impl Loop {
         self.board.now_us() as f64 * 1e-6
     }
 
-    /// Lockstep: how long the body waits for the runtime's next cycle before it moves on
-    /// alone (shorter while a fault holds the link down).
-    fn free_run(&self) -> Duration {
-        if self.faults.link_down(self.now_s()) {
-            self.cfg.free_run_link_down
-        } else {
-            self.cfg.free_run
-        }
-    }
-
     fn run(mut self, stop: &AtomicBool) -> Result<Trace> {
         let start = Instant::now();
-        let mut last_cycle = Instant::now();
+        let lockstep = self.cfg.lockstep.clone();
         let mut buf = [0u8; 512];
         while !stop.load(Ordering::Relaxed) {
             let n = self.port.read(&mut buf);
@@ -226,7 +217,6 @@ impl Loop {
                     // This cycle's goals reach the board before the body moves on.
                     self.deliver_to_board();
                     self.period();
-                    last_cycle = Instant::now();
                 }
                 let t = self.now_s();
                 if let Some(at) = self.faults.apply(Direction::ToBoard, &mut unit, t) {
@@ -235,12 +225,18 @@ impl Loop {
                 self.deliver_to_board();
             }
             match self.cfg.clocking {
-                Clocking::Lockstep if last_cycle.elapsed() >= self.free_run() => {
-                    self.period();
-                    self.trace.free_run_periods += 1;
-                    last_cycle = Instant::now();
+                Clocking::Lockstep => {
+                    // A cycle that could not send its state read (cable out, an earlier
+                    // transaction failed) asks for its period: taken, and what it released
+                    // written, before the runtime hears it was.
+                    while lockstep.period_wanted() {
+                        self.period();
+                        self.trace.free_run_periods += 1;
+                        self.deliver_to_board();
+                        self.deliver_to_runtime();
+                        lockstep.period_taken();
+                    }
                 }
-                Clocking::Lockstep => {}
                 Clocking::RealTime => {
                     // In steps of a few ms, not whole periods: the runtime reads the state
                     // shortly before its deadline (serial.read_lead_us), and a body that
@@ -257,7 +253,11 @@ impl Loop {
             }
             self.deliver_to_board();
             self.deliver_to_runtime();
-            self.cable();
+            match self.cfg.clocking {
+                // Answers first, then the word that these bytes were acted on.
+                Clocking::Lockstep => lockstep.consumed(n),
+                Clocking::RealTime => self.cable(),
+            }
         }
         self.trace.wall = start.elapsed();
         self.trace.faults = self.faults.counts;
@@ -270,8 +270,12 @@ impl Loop {
         let out = self.faults.unplugged(self.now_s());
         if out && self.port.plugged() {
             self.port.unplug();
-        } else if !out && !self.port.plugged() && self.port.plug().is_err() {
-            // No pty to be had: stays out, tried again next turn.
+        } else if !out && !self.port.plugged() {
+            // A new connection: the byte counts start again, before the runtime can open it.
+            self.cfg.lockstep.body_connected();
+            if self.port.plug().is_err() {
+                // No pty to be had: stays out, tried again next turn.
+            }
         }
     }
 
@@ -295,14 +299,20 @@ impl Loop {
         let now = self.now_s();
         while self.runtime_queue.front().is_some_and(|(at, _)| *at <= now) {
             let (_, bytes) = self.runtime_queue.pop_front().expect("checked");
+            if self.port.plugged() {
+                self.cfg.lockstep.answered(bytes.len());
+            }
             self.port.write(&bytes);
         }
     }
 
-    /// One control period of the board and the body, then events due and a sample.
+    /// Lockstep: one control period of the board and the body, then events due, a sample,
+    /// and the cable as the fault windows say (only here, so it is pulled and plugged at the
+    /// same turn of every run).
     fn period(&mut self) {
         self.advance(self.cfg.period_us);
         self.end_period();
+        self.cable();
     }
 
     /// The board and the body for `us`, every output checked against the joint limits.

@@ -4,10 +4,12 @@
 //! (`scripts/module-circles` checks it in CI).
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clawrl_firmware::SafetyState;
+use clawrl_runtime::lockstep::Lockstep;
 use serialport::{SerialPort, TTYPort};
 
 use crate::faults::{FaultCounts, FaultWindow};
@@ -35,13 +37,9 @@ pub struct BridgeConfig {
     pub faults: Vec<FaultWindow>,
     pub fault_seed: u64,
     pub events: Vec<(f64, Event)>,
-    /// Lockstep: advance anyway after this long without a cycle from the runtime. Longer
-    /// than the runtime's answer timeout, so a lost packet (which the runtime waits out) or
-    /// a runtime descheduled on a loaded machine does not move the body on its own.
-    pub free_run: Duration,
-    /// The same while a fault holds the link down (cable out, line off, stalled): nothing
-    /// can arrive then, and a short wait keeps such a scenario to seconds.
-    pub free_run_link_down: Duration,
+    /// Lockstep: the counters shared with the runtime (`clawrl_runtime::lockstep`), by which
+    /// the body takes its turns; unused in real time.
+    pub lockstep: Arc<Lockstep>,
 }
 
 /// The robot once per control period.
@@ -69,7 +67,8 @@ pub struct Trace {
     /// Servo outputs checked.
     pub outputs_checked: u64,
     pub faults: FaultCounts,
-    /// Control periods the body advanced, and those it advanced without the runtime.
+    /// Control periods the body advanced, and those it advanced without the runtime's state
+    /// read (a lockstep cycle that could not send it asked for its period instead).
     pub periods: u64,
     pub free_run_periods: u64,
     /// Simulated time the board's watchdog fault first latched, s.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clawrl_firmware::FirmwareConfig;
 use clawrl_runtime::config::RuntimeConfig;
+use clawrl_runtime::lockstep::Lockstep;
 use clawrl_runtime::run::{RunOptions, Summary};
 use clawrl_sim::quadruped::{Heading, TaskConfig};
 
@@ -325,11 +326,9 @@ fn runtime_config(setup: &Setup, port: &Path, s: &Scenario) -> Result<RuntimeCon
         Clocking::Lockstep => "lockstep",
         Clocking::RealTime => "wall",
     };
-    // A loaded 2-core machine runs the bridge, MuJoCo and the runtime side by side. In
-    // lockstep a late answer is the machine's load, not the link, and the body waits for the
-    // runtime: a wider timeout (and free run, 3 times it) keeps a load of 6-9 from turning
-    // into link drops and a body moving on without its goals (the walk's tracking check
-    // failed that way once at 20 ms). The cost: runs with lost packets take longer.
+    // In lockstep the answer timeout is not used: the runtime gives an answer up when the
+    // shared counters say the line is quiet (clawrl_runtime::lockstep), so a loaded machine
+    // only makes a run slower. Real time keeps the robot's 20 ms.
     let answer_timeout_ms = match setup.clocking {
         Clocking::Lockstep => 50,
         Clocking::RealTime => 20,
@@ -403,6 +402,7 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
         until_s: w.until_s + policy_from_s,
         ..w.clone()
     };
+    let lockstep = Arc::new(Lockstep::new());
     let bridge_cfg = BridgeConfig {
         clocking: setup.clocking,
         period_us: (1e6 / probe.control.rate_hz).round() as u64,
@@ -413,10 +413,7 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
             .iter()
             .map(|(t, e)| (t + policy_from_s, e.clone()))
             .collect(),
-        free_run: Duration::from_millis(probe.serial.answer_timeout_ms * 3),
-        // One period per timed-out answer: each cycle the runtime spends waiting on a dead
-        // link is one period of the body, as on the robot.
-        free_run_link_down: Duration::from_millis(probe.serial.answer_timeout_ms),
+        lockstep: lockstep.clone(),
     };
     let (task, seed) = (s.task(&setup.task), setup.seed);
     let fw = firmware.clone();
@@ -439,6 +436,7 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
         // A board a scenario left in e-stop stops the next one with the e-stop's message:
         // the harness never clears an e-stop on its own.
         clear_estop: false,
+        lockstep: Some(lockstep),
     };
     let start = Instant::now();
     let runtime_cfg = cfg.clone();

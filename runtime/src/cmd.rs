@@ -73,6 +73,7 @@ pub fn run(a: &RunArgs) -> Result<String> {
         duration: a.seconds.map(Duration::from_secs_f64),
         stop,
         clear_estop: a.clear_estop,
+        lockstep: None,
     };
     let result = crate::run::run(&cfg, &opts);
     signals_handle.close();

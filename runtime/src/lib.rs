@@ -22,6 +22,7 @@ pub mod controller;
 pub mod inference;
 pub mod install;
 pub mod link;
+pub mod lockstep;
 pub mod observation;
 pub mod rate;
 pub mod replay;

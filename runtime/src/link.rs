@@ -5,6 +5,7 @@
 //! packet from the addressed device arrives or the timeout passes. Buffers are allocated once;
 //! the cycle (SYNC WRITE of goals, READ of the robot state) allocates nothing.
 use std::io::{Read, Write};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clawrl_protocol::table::board::{fault, state};
@@ -14,6 +15,7 @@ use clawrl_protocol::{ALERT_BIT, Decoder, Instruction, PacketWriter, Status};
 use clawrl_robot::quadruped::NUM_SERVOS;
 use serialport::SerialPort;
 
+use crate::lockstep::{HANG_LIMIT, Lockstep};
 use crate::wire::{self, BoardState};
 
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +95,11 @@ pub struct Link {
     rx: [u8; 256],
     answer: [u8; 512],
     timeout: Duration,
+    /// In lockstep with a simulated body: an answer is lost when the line is quiet, not when
+    /// `timeout` has passed (see [`crate::lockstep`]).
+    lockstep: Option<Arc<Lockstep>>,
+    /// State reads that went out on the wire (the body moves one period at each).
+    state_reads_sent: u64,
 }
 
 impl Link {
@@ -124,7 +131,32 @@ impl Link {
             rx: [0; 256],
             answer: [0; 512],
             timeout,
+            lockstep: None,
+            state_reads_sent: 0,
         }
+    }
+
+    /// This link in lockstep with a simulated body: a new connection on `lockstep`'s counters.
+    pub fn with_lockstep(mut self, lockstep: Option<Arc<Lockstep>>) -> Self {
+        if let Some(l) = &lockstep {
+            l.runtime_connected();
+        }
+        self.lockstep = lockstep;
+        self
+    }
+
+    /// State reads written to the port so far.
+    pub fn state_reads_sent(&self) -> u64 {
+        self.state_reads_sent
+    }
+
+    fn send(&mut self, n: usize) -> Result<(), LinkError> {
+        self.discard_stale()?;
+        self.port.write_all(&self.tx[..n])?;
+        if let Some(l) = &self.lockstep {
+            l.sent(n);
+        }
+        Ok(())
     }
 
     /// Start-up: the board and all 16 servos answer PING with the right model numbers; the
@@ -268,8 +300,7 @@ impl Link {
             w.push_u8(wire::servo_id(i)).push_u32(*t as u32);
         }
         let n = w.finish().map_err(|_| overflow())?;
-        self.port.write_all(&self.tx[..n])?;
-        Ok(())
+        self.send(n)
     }
 
     /// READ of the whole robot state from the board (PROTOCOL.md's recommended cycle).
@@ -279,7 +310,10 @@ impl Link {
             .push_u16(board::ROBOT_STATE_LEN);
         let n = w.finish().map_err(|_| overflow())?;
         // The alert bit is not an error here: it is news for the safety layer.
-        let (alert, len) = self.transact_raw(n, ids::BOARD)?;
+        let sent = self.send(n);
+        self.state_reads_sent += u64::from(sent.is_ok());
+        sent?;
+        let (alert, len) = self.await_answer(ids::BOARD)?;
         wire::decode_state(&self.answer[..len], alert).ok_or(LinkError::BadAnswer {
             id: ids::BOARD,
             got: len,
@@ -300,8 +334,15 @@ impl Link {
     /// Sends `tx[..n]`, waits for `id`'s status packet, copies its data into `answer`; returns
     /// the alert bit and the data length.
     fn transact_raw(&mut self, n: usize, id: u8) -> Result<(bool, usize), LinkError> {
-        self.port.write_all(&self.tx[..n])?;
-        let deadline = Instant::now() + self.timeout;
+        self.send(n)?;
+        self.await_answer(id)
+    }
+
+    /// Waits for `id`'s status packet: until `timeout`, or in lockstep until the line is
+    /// quiet (the answer was lost) or [`HANG_LIMIT`] passes (the body hung: an error).
+    fn await_answer(&mut self, id: u8) -> Result<(bool, usize), LinkError> {
+        let start = Instant::now();
+        let deadline = start + self.timeout;
         loop {
             while let Some(event) = self.decoder.next_event() {
                 let Ok(packet) = event else { continue };
@@ -321,20 +362,25 @@ impl Link {
                 self.answer[..len].copy_from_slice(&status.data[..len]);
                 return Ok((status.error & ALERT_BIT != 0, len));
             }
-            if Instant::now() >= deadline {
+            let lost = match &self.lockstep {
+                Some(_) if start.elapsed() > HANG_LIMIT => return Err(hung()),
+                // Quiet, and the port still open (the body pulls the cable before it says
+                // it acted on the request, so a read now fails the same way every run).
+                Some(l) => l.quiet() && self.port_alive()?,
+                None => Instant::now() >= deadline,
+            };
+            if lost {
                 return Err(LinkError::Timeout {
                     id,
                     timeout: self.timeout,
                 });
             }
             match self.port.read(&mut self.rx) {
-                Ok(0) => {
-                    return Err(LinkError::Io(std::io::Error::new(
-                        std::io::ErrorKind::BrokenPipe,
-                        "the serial port closed",
-                    )));
-                }
+                Ok(0) => return Err(closed()),
                 Ok(k) => {
+                    if let Some(l) = &self.lockstep {
+                        l.received(k);
+                    }
                     for &b in &self.rx[..k] {
                         self.decoder.push(b);
                     }
@@ -344,6 +390,78 @@ impl Link {
             }
         }
     }
+}
+
+impl Link {
+    /// Before each request, as DynamixelSDK's `clearPort`: answers that came too late for
+    /// their request (a stall, a slow board) are thrown away, or each later request would be
+    /// handed the answer to an earlier one and the loop would run that many periods behind
+    /// for good. In lockstep the late bytes are waited for (until the line is quiet), so the
+    /// same bytes are thrown away on every run.
+    fn discard_stale(&mut self) -> Result<(), LinkError> {
+        self.decoder.clear();
+        match self.lockstep.clone() {
+            None => {
+                // What is already there, without waiting for more (tcflush would also do,
+                // but not on every adapter).
+                let mut waiting = self.port.bytes_to_read().unwrap_or(0) as usize;
+                while waiting > 0 {
+                    let want = waiting.min(self.rx.len());
+                    match self.port.read(&mut self.rx[..want]) {
+                        Ok(0) => return Err(closed()),
+                        Ok(k) => waiting = waiting.saturating_sub(k),
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+            Some(l) => {
+                let start = Instant::now();
+                while !l.quiet() {
+                    if start.elapsed() > HANG_LIMIT {
+                        return Err(hung());
+                    }
+                    match self.port.read(&mut self.rx) {
+                        Ok(0) => return Err(closed()),
+                        Ok(k) => l.received(k),
+                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lockstep: whether the port still reads (nothing, in time); an error when it closed.
+    fn port_alive(&mut self) -> Result<bool, LinkError> {
+        match self.port.read(&mut self.rx) {
+            Ok(0) => Err(closed()),
+            Ok(k) => {
+                // Bytes the counters did not expect: a foreign writer. Taken as they come.
+                for &b in &self.rx[..k] {
+                    self.decoder.push(b);
+                }
+                Ok(false)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Ok(true),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn hung() -> LinkError {
+    LinkError::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("lockstep: the simulated body gave no answer in {HANG_LIMIT:?}"),
+    ))
+}
+
+fn closed() -> LinkError {
+    LinkError::Io(std::io::Error::new(
+        std::io::ErrorKind::BrokenPipe,
+        "the serial port closed",
+    ))
 }
 
 fn overflow() -> LinkError {

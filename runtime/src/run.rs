@@ -28,6 +28,7 @@ use crate::config::RuntimeConfig;
 use crate::controller::{Act, BoardCommand, Controller, Fault, Input, Output, Phase};
 use crate::inference::Student;
 use crate::link::{Link, LinkError};
+use crate::lockstep::Lockstep;
 use crate::observation::ObservationBuilder;
 use crate::rate::{FixedRate, Tick};
 use crate::telemetry::{Header, LogWriter, RECORD_LEN, Record};
@@ -266,6 +267,10 @@ pub struct RunOptions {
     /// The operator's `--clear-estop`: clear a board latched in e-stop at start-up. Without
     /// it such a board is refused ([`crate::link::LinkError::EStopLatched`]).
     pub clear_estop: bool,
+    /// With `control.clock = "lockstep"`: the counters shared with the simulated body, so
+    /// that no outcome depends on the wall clock ([`crate::lockstep`]). Without them a
+    /// lockstep run falls back to wall-clock timeouts.
+    pub lockstep: Option<Arc<Lockstep>>,
 }
 
 /// Loads and checks the bundle for this robot and config.
@@ -299,13 +304,18 @@ pub fn controller_for(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<ControlLoo
 /// Opens the port and brings the board to a known state (torque off, faults cleared). A board
 /// latched in e-stop is refused unless `clear_estop` (see [`Link::handshake`]).
 pub fn connect(cfg: &RuntimeConfig, clear_estop: bool) -> Result<Link> {
-    connect_info(cfg, clear_estop).map(|(link, _)| link)
+    connect_info(cfg, clear_estop, None).map(|(link, _)| link)
 }
 
 /// [`connect`], with what the board said at the handshake.
-fn connect_info(cfg: &RuntimeConfig, clear_estop: bool) -> Result<(Link, crate::link::BoardInfo)> {
+fn connect_info(
+    cfg: &RuntimeConfig,
+    clear_estop: bool,
+    lockstep: Option<Arc<Lockstep>>,
+) -> Result<(Link, crate::link::BoardInfo)> {
     let s = &cfg.serial;
-    let mut link = Link::open(&s.port, s.baud, Duration::from_millis(s.answer_timeout_ms))?;
+    let mut link = Link::open(&s.port, s.baud, Duration::from_millis(s.answer_timeout_ms))?
+        .with_lockstep(lockstep);
     let info = link
         .handshake(
             cfg.safety.board_watchdog_ms,
@@ -333,24 +343,34 @@ fn connect_info(cfg: &RuntimeConfig, clear_estop: bool) -> Result<(Link, crate::
 pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     let bundle = load_bundle(cfg, &opts.bundle)?;
     let mut control = controller_for(cfg, &bundle)?;
-    let (link, info) = connect_info(cfg, opts.clear_estop)?;
+    // The shared counters only mean something in lockstep.
+    let lockstep = opts.lockstep.clone().filter(|_| cfg.control.lockstep());
+    let (link, info) = connect_info(cfg, opts.clear_estop, lockstep.clone())?;
     let mut summary = Summary::default();
 
     let (cmd_tx, cmd_rx) = bounded::<SerialCmd>(2);
     let (ev_tx, ev_rx) = bounded::<SerialEvent>(16);
+    // Lockstep: the serial thread's word that a cycle's command is done with.
+    let (done_tx, done_rx) = bounded::<()>(4);
     let telemetry = start_telemetry(cfg, &bundle, &mut summary)?;
     let serial_cfg = cfg.serial.clone();
     let read_at = read_timing(cfg);
-    let serial = std::thread::Builder::new()
-        .name("serial".into())
-        .spawn(move || serial_thread(link, &serial_cfg, read_at, &cmd_rx, &ev_tx))?;
+    let serial = {
+        let lockstep = lockstep.clone();
+        std::thread::Builder::new()
+            .name("serial".into())
+            .spawn(move || match lockstep {
+                Some(l) => lockstep_serial_thread(link, &serial_cfg, &l, &cmd_rx, &ev_tx, &done_tx),
+                None => serial_thread(link, &serial_cfg, read_at, &cmd_rx, &ev_tx),
+            })?
+    };
 
     let (rt_prio, cpu) = (cfg.control.realtime_priority, cfg.control.cpu);
     if let Some(w) = make_realtime(rt_prio, cpu) {
         eprintln!("clawrl-runtime: warning: {w}");
         summary.warnings.push(w);
     }
-    let mut pace = Pace::new(cfg);
+    let mut pace = Pace::new(cfg, lockstep.is_some().then_some(done_rx));
     eprintln!(
         "clawrl-runtime: running {} at {} Hz{}; board on {} (firmware {}){}",
         bundle.path.display(),
@@ -384,18 +404,25 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
         telemetry: telemetry.as_ref().map(|(tx, _)| tx.clone()),
         notices: Some(notice_tx),
     };
-    loop {
-        let tick = pace.wait(&ch.events);
+    // Whether the serial thread holds a command of ours (lockstep waits for its verdict).
+    let mut pending = false;
+    let ended = loop {
+        let tick = match pace.wait(&ch.events, pending) {
+            Ok(t) => t,
+            Err(e) => break Err(e),
+        };
         let woke = Instant::now();
         let timed_out = opts
             .duration
             .is_some_and(|d| pace.elapsed(summary.cycles) >= d);
         let stop = opts.stop.load(Ordering::Relaxed) || timed_out;
+        let dropped = summary.commands_dropped;
         control.cycle(&ch, stop, tick, woke, &mut summary);
+        pending = summary.commands_dropped == dropped;
         if control.output().done {
-            break;
+            break Ok(());
         }
-    }
+    };
     // Closing the command channel lets the serial thread send the last command and exit.
     drop(ch);
     let _ = report.join();
@@ -408,6 +435,7 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
             .join()
             .map_err(|_| anyhow::anyhow!("the telemetry thread panicked"))??;
     }
+    ended?;
     summary.final_phase = Some(control.output().phase);
     Ok(summary)
 }
@@ -419,11 +447,20 @@ enum Pace {
     /// The previous cycle's reading (or the answer timeout without one); time is the cycle
     /// count times the period, as the simulated body's.
     Lockstep { timeout: Duration, period: Duration },
+    /// Lockstep with the body's counters: the serial thread's verdict on the previous
+    /// cycle's command, however long it takes (up to the hang limit).
+    Turns {
+        done: Receiver<()>,
+        period: Duration,
+    },
 }
 
 impl Pace {
-    fn new(cfg: &RuntimeConfig) -> Self {
+    fn new(cfg: &RuntimeConfig, done: Option<Receiver<()>>) -> Self {
         let period = Duration::from_secs_f64(1.0 / cfg.control.rate_hz);
+        if let Some(done) = done {
+            return Pace::Turns { done, period };
+        }
         if cfg.control.lockstep() {
             // The serial thread gives up on an answer after answer_timeout_ms; a little more
             // here so its verdict (a reading or none) is in before the next cycle.
@@ -435,18 +472,31 @@ impl Pace {
         }
     }
 
-    fn wait(&mut self, events: &Receiver<SerialEvent>) -> Tick {
+    /// Waits for the next cycle; `pending`: the serial thread holds the last cycle's command.
+    fn wait(&mut self, events: &Receiver<SerialEvent>, pending: bool) -> Result<Tick> {
+        let on_time = Tick {
+            lateness: Duration::ZERO,
+            missed: false,
+        };
         match self {
-            Pace::Wall(rate, _) => rate.wait(),
+            Pace::Wall(rate, _) => Ok(rate.wait()),
             Pace::Lockstep { timeout, .. } => {
                 // Ready, not received: the control loop drains the events itself.
                 let mut select = crossbeam::channel::Select::new();
                 select.recv(events);
                 let _ = select.ready_timeout(*timeout);
-                Tick {
-                    lateness: Duration::ZERO,
-                    missed: false,
+                Ok(on_time)
+            }
+            Pace::Turns { done, .. } => {
+                if pending {
+                    done.recv_timeout(crate::lockstep::HANG_LIMIT).map_err(|_| {
+                        anyhow::anyhow!(
+                            "lockstep: the serial thread gave no verdict in {:?}: the simulated body hung",
+                            crate::lockstep::HANG_LIMIT
+                        )
+                    })?;
                 }
+                Ok(on_time)
             }
         }
     }
@@ -455,7 +505,7 @@ impl Pace {
     fn elapsed(&self, cycles: u64) -> Duration {
         match self {
             Pace::Wall(_, start) => start.elapsed(),
-            Pace::Lockstep { period, .. } => *period * cycles as u32,
+            Pace::Lockstep { period, .. } | Pace::Turns { period, .. } => *period * cycles as u32,
         }
     }
 }
@@ -525,7 +575,7 @@ fn serial_thread(
         if !up {
             if Instant::now() >= next_attempt {
                 next_attempt = Instant::now() + retry;
-                if let Some(l) = reopen(cfg) {
+                if let Some(l) = reopen(cfg, None) {
                     link = l;
                     up = true;
                     let _ = events.try_send(SerialEvent::Up);
@@ -550,6 +600,48 @@ fn serial_thread(
                 let _ = events.try_send(SerialEvent::Down);
             }
         }
+    }
+}
+
+/// The serial thread in lockstep with a simulated body ([`crate::lockstep`]): one command at
+/// a time, each answered on `done` once its events are sent. A cycle whose state read did not
+/// reach the wire (the link down, an earlier transaction failed) asks the body for its
+/// period instead, and a down link is retried once per cycle, after that period: the same
+/// run takes the same turns on a busy machine as on a quiet one.
+fn lockstep_serial_thread(
+    mut link: Link,
+    cfg: &crate::config::SerialConfig,
+    lockstep: &Arc<Lockstep>,
+    commands: &Receiver<SerialCmd>,
+    events: &Sender<SerialEvent>,
+    done: &Sender<()>,
+) {
+    let mut up = true;
+    for cmd in commands {
+        if up {
+            let reads = link.state_reads_sent();
+            match serve(&mut link, &cmd, None) {
+                Ok(state) => {
+                    let _ = events.send(SerialEvent::State(state));
+                }
+                Err(LinkError::Timeout { .. } | LinkError::BadAnswer { .. }) => {}
+                Err(_) => {
+                    up = false;
+                    let _ = events.send(SerialEvent::Down);
+                }
+            }
+            if link.state_reads_sent() == reads {
+                lockstep.ask_period();
+            }
+        } else {
+            lockstep.ask_period();
+            if let Some(l) = reopen(cfg, Some(lockstep.clone())) {
+                link = l;
+                up = true;
+                let _ = events.send(SerialEvent::Up);
+            }
+        }
+        let _ = done.send(());
     }
 }
 
@@ -601,13 +693,14 @@ fn serve(
 }
 
 /// Reopens the port after a failure: the board must answer with its model number.
-fn reopen(cfg: &crate::config::SerialConfig) -> Option<Link> {
+fn reopen(cfg: &crate::config::SerialConfig, lockstep: Option<Arc<Lockstep>>) -> Option<Link> {
     let mut link = Link::open(
         &cfg.port,
         cfg.baud,
         Duration::from_millis(cfg.answer_timeout_ms),
     )
-    .ok()?;
+    .ok()?
+    .with_lockstep(lockstep);
     link.ping(ids::BOARD, board::MODEL_NUMBER).ok()?;
     Some(link)
 }

@@ -120,6 +120,7 @@ fn run_for(cfg: &RuntimeConfig, bundle: &Path, seconds: f64) -> anyhow::Result<S
             duration: Some(Duration::from_secs_f64(seconds)),
             stop: Arc::new(AtomicBool::new(false)),
             clear_estop: false,
+            lockstep: None,
         },
     )
 }
