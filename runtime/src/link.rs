@@ -120,6 +120,7 @@ impl Link {
             })?;
         // Exclusive access (TIOCEXCL): a second runtime on the same port fails here, not on
         // garbled traffic later. serialport's open_native sets it; check it is ours.
+        nonblocking(&p);
         Ok(Self::from_port(Box::new(p), timeout))
     }
 
@@ -385,7 +386,7 @@ impl Link {
                         self.decoder.push(b);
                     }
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(e) if nothing_yet(&e) => {}
                 Err(e) => return Err(e.into()),
             }
         }
@@ -410,7 +411,7 @@ impl Link {
                     match self.port.read(&mut self.rx[..want]) {
                         Ok(0) => return Err(closed()),
                         Ok(k) => waiting = waiting.saturating_sub(k),
-                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
+                        Err(e) if nothing_yet(&e) => break,
                         Err(e) => return Err(e.into()),
                     }
                 }
@@ -424,7 +425,7 @@ impl Link {
                     match self.port.read(&mut self.rx) {
                         Ok(0) => return Err(closed()),
                         Ok(k) => l.received(k),
-                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(e) if nothing_yet(&e) => {}
                         Err(e) => return Err(e.into()),
                     }
                 }
@@ -444,10 +445,34 @@ impl Link {
                 }
                 Ok(false)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Ok(true),
+            Err(e) if nothing_yet(&e) => Ok(true),
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// serialport polls, then reads a blocking descriptor: when something else takes the bytes
+/// in between (a second reader on the port, which root can open despite TIOCEXCL; a confused
+/// USB adapter) the read blocks for good, and with it the serial thread and the operator's
+/// stop. Non-blocking, such a read says "nothing yet" and the transaction's own timeout rules.
+fn nonblocking(p: &serialport::TTYPort) {
+    use std::os::fd::AsRawFd;
+    let fd = p.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this port owns; only the O_NONBLOCK bit changes.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+}
+
+/// A read that found nothing: the port's timeout passed, or (non-blocking) nothing is there.
+fn nothing_yet(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+    )
 }
 
 fn hung() -> LinkError {

@@ -212,9 +212,10 @@ impl<P: Act> ControlLoop<P> {
             board: self.out.board,
         };
         // The loop never waits for the serial thread, except for the very last command
-        // (DISABLE): that one must reach the wire.
+        // (DISABLE): that one must reach the wire, if the serial thread can take it at all
+        // (a thread stuck on a dead port cannot; then the board's watchdog damps the servos).
         let sent = if self.out.done {
-            commands.send(cmd).is_ok()
+            commands.send_timeout(cmd, SERIAL_GRACE).is_ok()
         } else {
             commands.try_send(cmd).is_ok()
         };
@@ -426,9 +427,7 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     // Closing the command channel lets the serial thread send the last command and exit.
     drop(ch);
     let _ = report.join();
-    serial
-        .join()
-        .map_err(|_| anyhow::anyhow!("the serial thread panicked"))?;
+    join_serial(serial, &mut summary)?;
     if let Some((tx, handle)) = telemetry {
         drop(tx);
         handle
@@ -438,6 +437,30 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     ended?;
     summary.final_phase = Some(control.output().phase);
     Ok(summary)
+}
+
+/// How long the stop waits for the serial thread: to take the last command, and to end.
+const SERIAL_GRACE: Duration = Duration::from_secs(2);
+
+/// Joins the serial thread, or leaves it behind after [`SERIAL_GRACE`]: the operator's stop
+/// ends the process on every path, even with the thread stuck on a port that stopped
+/// answering (the process's exit takes the thread with it).
+fn join_serial(serial: std::thread::JoinHandle<()>, summary: &mut Summary) -> Result<()> {
+    let start = Instant::now();
+    while !serial.is_finished() {
+        if start.elapsed() > SERIAL_GRACE {
+            let w = format!(
+                "the serial thread did not end within {SERIAL_GRACE:?} of the stop (a stuck port?): left behind; the board's watchdog damps the servos"
+            );
+            eprintln!("clawrl-runtime: warning: {w}");
+            summary.warnings.push(w);
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    serial
+        .join()
+        .map_err(|_| anyhow::anyhow!("the serial thread panicked"))
 }
 
 /// What starts each control cycle (`control.clock`).

@@ -162,6 +162,46 @@ fn board_commands(sent: &[Sent]) -> Vec<u8> {
         .collect()
 }
 
+/// A second reader on the board's port (a stray `cat`; root opens a port despite TIOCEXCL)
+/// takes answers from under the runtime's reads. The operator's stop still ends the run, in
+/// seconds: the serial thread blocked in `read()` for good once, and the stop waited on it.
+#[test]
+fn a_stop_ends_the_run_with_a_second_reader_on_the_port() {
+    with_deadline(|| {
+        let rig = rig();
+        let cfg = config(&rig);
+        let opts = RunOptions {
+            bundle: installed_bundle(&rig),
+            duration: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            clear_estop: false,
+            lockstep: None,
+        };
+        let stop = opts.stop.clone();
+        let (ended_tx, ended) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = ended_tx.send(run(&cfg, &opts).map(|s| s.final_phase));
+        });
+        std::thread::sleep(Duration::from_millis(1500));
+        let mut thief = match std::fs::File::open(rig.tap.link()) {
+            Ok(f) => f,
+            // Not root: TIOCEXCL keeps the second reader out, which is the point of it.
+            Err(e) => return eprintln!("skipped: a second reader cannot open the port ({e})"),
+        };
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 256];
+            while std::io::Read::read(&mut thief, &mut buf).is_ok() {}
+        });
+        std::thread::sleep(Duration::from_secs(2));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let asked = std::time::Instant::now();
+        let phase = ended
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the run did not end within 20 s of the stop");
+        eprintln!("ended {:?} after the stop: {phase:?}", asked.elapsed());
+    });
+}
+
 #[test]
 fn an_installed_bundle_runs_with_the_start_up_in_order_and_every_goal_inside_the_limits() {
     with_deadline(|| {
