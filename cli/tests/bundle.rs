@@ -50,12 +50,17 @@ fn a_signed_bundle_verifies_and_every_kind_of_damage_is_refused_naming_the_check
     let b = dir.join("s.clawrl");
     let key = dir.join("me.key");
     export(&s, &b, &["--sign", key.to_str().unwrap()]);
-    let (out, _) = ok(clawrl(&["verify", "--require-signature", "--trust"])
-        .arg(dir.join("me.pub"))
-        .arg(&b));
+    // A cart-pole bundle: no robot to check it against.
+    let (out, _) = ok(
+        clawrl(&["verify", "--any-robot", "--require-signature", "--trust"])
+            .arg(dir.join("me.pub"))
+            .arg(&b),
+    );
     assert!(out.contains("ok") && out.contains("Ed25519"), "{out}");
 
-    let verify = |file: &Path, extra: &[&str]| fails(clawrl(&["verify"]).args(extra).arg(file));
+    let verify = |file: &Path, extra: &[&str]| {
+        fails(clawrl(&["verify", "--any-robot"]).args(extra).arg(file))
+    };
     let untrusted = verify(&b, &["--trust", dir.join("other.pub").to_str().unwrap()]);
     assert!(untrusted.contains("signature check failed"), "{untrusted}");
 
@@ -296,7 +301,7 @@ fn the_served_bundle_is_listed_under_the_sha256_verify_prints() {
     let s = student(&dir);
     let b = dir.join("s.clawrl");
     export(&s, &b, &[]);
-    let (out, _) = ok(clawrl(&["verify"]).arg(&b));
+    let (out, _) = ok(clawrl(&["verify", "--any-robot"]).arg(&b));
     let content = out
         .split("sha256 ")
         .nth(1)

@@ -137,7 +137,9 @@ fn a_bundle_without_its_signature_is_refused_by_verify_and_flash_when_a_key_is_t
     // What a signed bundle is once its signature entry is deleted: the digest does not cover
     // the entry, so it is the same bundle unsigned.
     let stripped = bundles::quadruped_bundle(&dir, 1);
-    ok(clawrl(&["verify"]).arg(&stripped));
+    ok(clawrl(&["verify"])
+        .current_dir(common::repo())
+        .arg(&stripped));
     let err = fails(clawrl(&["verify", "--trust"]).arg(&pk).arg(&stripped));
     assert!(
         err.contains("signature check failed") && err.contains("unsigned"),

@@ -146,21 +146,41 @@ fn every_tampered_bundle_is_refused_by_verify_flash_install_and_run_alike() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `verify` without `--robot` only checks the bundle itself (the robot check needs the robot's
-/// config): a bundle for another rate still verifies, and `--robot` is what refuses it.
+/// Plain `verify` checks the robot of the runtime config `flash` and `hil` use by default
+/// (issue 40: it said `ok` to bundles that flash, install and run all refuse): every tampered
+/// bundle is refused naming what differs, and `--any-robot` skips the check and says so.
 #[test]
-fn verify_checks_the_robot_only_when_named() {
+fn plain_verify_checks_the_default_robot_and_any_robot_skips_it() {
     let dir = tmp("robot-fit-verify");
-    let (mut m, t) = bundles::quadruped_parts(3);
-    m.control_rate_hz = 100.0;
-    m.physics_rate_hz = Some(500.0);
-    let path = bundles::write_bundle(&dir.join("fast.clawrl"), &m, &t, None);
-    ok(clawrl(&["verify"]).arg(&path));
-    let err = fails(clawrl(&["verify", "--robot"]).arg(robot_toml()).arg(&path));
+    // The default config is a relative path, as a user in the repository runs it.
+    let verify = |extra: &[&str], bundle: &Path| {
+        let mut c = clawrl(&["verify"]);
+        c.current_dir(common::repo()).args(extra).arg(bundle);
+        c
+    };
+    let good = bundles::quadruped_bundle(&dir, 3);
+    let (out, _) = ok(&mut verify(&[], &good));
     assert!(
-        err.contains("fast.clawrl is not for this robot: control_rate_hz is 100"),
-        "{err}"
+        out.contains("robot check: fits configs/runtime/robot.toml"),
+        "{out}"
     );
+    for (name, tamper, words) in tampers() {
+        let (mut m, t) = bundles::quadruped_parts(3);
+        tamper(&mut m);
+        let path = bundles::write_bundle(&dir.join(format!("{name}.clawrl")), &m, &t, None);
+        let err = fails(&mut verify(&[], &path));
+        assert!(
+            err.contains("robot check against configs/runtime/robot.toml")
+                && err.contains(&format!("{name}.clawrl is not for this robot: "))
+                && err.contains(words),
+            "{name}: {words:?} not in {err}"
+        );
+        let (out, _) = ok(&mut verify(&["--any-robot"], &path));
+        assert!(
+            out.contains(": ok (sha256 ") && out.contains("robot check: not checked (--any-robot)"),
+            "{name}: {out}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

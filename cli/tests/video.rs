@@ -75,3 +75,43 @@ fn without_osmesa_eval_names_the_package_and_keeps_its_numbers() {
     assert!(!gif_file.exists(), "an empty GIF was left behind");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `clawrl hil --video` without OSMesa (issue 40): the missing video is one warning in the
+/// report, which is still written, and the exit code is the scenarios' verdict.
+#[test]
+fn without_osmesa_hil_still_writes_its_report_with_a_warning() {
+    let dir = tmp("hil-no-osmesa");
+    let (out_dir, video) = (dir.join("hil"), dir.join("video"));
+    let o = run(clawrl(&[
+        "hil",
+        "--bundle",
+        "hil-tests/fixtures/student.clawrl",
+        "--scenario",
+        "estop",
+        "--out",
+    ])
+    .current_dir(repo())
+    .arg(&out_dir)
+    .arg("--video")
+    .arg(&video)
+    .env("CLAWRL_OSMESA_LIB", "/nonexistent/libOSMesa.so.8"));
+    let (out, err) = text(&o);
+    let report = std::fs::read_to_string(out_dir.join("report.txt"))
+        .unwrap_or_else(|e| panic!("no report.txt ({e}):\n{out}\n{err}"));
+    let warning: Vec<&str> = report
+        .lines()
+        .filter(|l| l.contains("warning: no video"))
+        .collect();
+    assert_eq!(warning.len(), 1, "one warning: {report}");
+    assert!(
+        warning[0].contains("estop.gif") && warning[0].contains("libosmesa6"),
+        "{report}"
+    );
+    assert!(
+        !video.join("estop.gif").exists(),
+        "an empty GIF was left behind"
+    );
+    let passed = report.contains("verdict: overall: PASS");
+    assert_eq!(o.status.success(), passed, "{report}\n{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -32,6 +32,14 @@ enum Command {
 }
 
 fn main() {
+    // `clawrl-runtime status | head -1`: once the reader has gone, the next print ends the
+    // program quietly, as it does any Unix tool (and `clawrl`), instead of a panic in
+    // `println!` with a backtrace (Rust ignores SIGPIPE by default).
+    #[cfg(unix)]
+    // SAFETY: the first thing in main, before any other thread exists; SIG_DFL is valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     // candle splits even a 180x64 matmul across threads unless told otherwise (45 us instead of
     // 3 us per matmul, BENCHMARKS.md); one student on a robot wants one thread.
     if std::env::var_os("RAYON_NUM_THREADS").is_none() {
@@ -39,6 +47,15 @@ fn main() {
         unsafe { std::env::set_var("RAYON_NUM_THREADS", "1") };
     }
     let cli = Cli::parse();
+    // Not while the robot runs: a log reader that goes away must not kill the process before
+    // its stop sequence (halt, fade out, lower, torque off), as SIGPIPE's default would.
+    #[cfg(unix)]
+    if matches!(cli.command, Command::Run(_)) {
+        // SAFETY: still before any other thread exists; SIG_IGN is valid.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        }
+    }
     let result = match &cli.command {
         Command::Install(a) => install::run_install(a),
         Command::Rollback(a) => install::run_rollback(a),

@@ -1045,3 +1045,35 @@ fn require_signature_alone_refuses_an_unsigned_bundle() {
     let e = install::current_bundle(&root).unwrap_err();
     assert!(matches!(e, InstallError::NotInstalled { .. }), "{e}");
 }
+
+/// `clawrl-runtime status | head -1` and `install ... | head -1`: a reader that goes away
+/// early ends the command quietly, with no panic and no backtrace on stderr (issue 40), and
+/// the install is done all the same.
+#[test]
+fn a_closed_stdout_ends_install_and_status_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let bundle = quadruped_bundle(dir.path(), 1);
+    let mut status = runtime(&["status", "--root"]);
+    status.arg(&root);
+    for mut c in [install_cmd(&root, &bundle), status] {
+        // A pipe whose reading end is closed before the command starts: its first print fails
+        // with EPIPE, as under `| head -1` once head has exited.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = c
+            .env("RUST_BACKTRACE", "1")
+            .stdout(std::process::Stdio::from(writer))
+            .output()
+            .unwrap();
+        let (_, err) = out(&o);
+        assert!(
+            !err.contains("panicked") && !err.contains("backtrace") && !err.contains("Broken pipe"),
+            "{c:?}: {err}"
+        );
+        // Killed by SIGPIPE like any Unix tool, never the panic's exit code 101.
+        assert_eq!(o.status.signal(), Some(13), "{c:?}: {:?}\n{err}", o.status);
+    }
+    // The install was done before its print.
+    assert!(install::status(&root).unwrap().current.is_some());
+}

@@ -137,9 +137,6 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// Runs one scenario on its seeds (--seed and the ones after it: `Kind::seed_count`; walk and
-/// turn with the gap over them), appending each block to `text`. Returns its verdict line
-/// and whether a run stopped with an error.
 /// DIR/SCENARIO.gif of one run (see `clawrl_hil_tests::video`).
 fn film(
     a: &Args,
@@ -164,6 +161,28 @@ fn film(
     Ok(())
 }
 
+/// [`film`], a failure of which (no OSMesa, say) is a warning line for the report: the video
+/// is an extra, so it neither stops the run before report.txt is written nor decides the exit
+/// code, which is the scenarios' alone.
+fn film_or_warn(
+    a: &Args,
+    dir: &std::path::Path,
+    s: &scenario::Scenario,
+    o: &scenario::Outcome,
+    setup: &scenario::Setup,
+) -> String {
+    match film(a, dir, s, o, setup) {
+        Ok(()) => String::new(),
+        Err(e) => {
+            eprintln!("hil: warning: no video of {}: {e:#}", s.name);
+            format!("  warning: no video: {e:#}\n")
+        }
+    }
+}
+
+/// Runs one scenario on its seeds (--seed and the ones after it: `Kind::seed_count`; walk and
+/// turn with the gap over them), appending each block to `text`. Returns its verdict line
+/// and whether a run stopped with an error.
 fn run_scenario(
     a: &Args,
     s: &scenario::Scenario,
@@ -188,10 +207,10 @@ fn run_scenario(
                 if s.kind.walks() && k == 0 {
                     path_picture(&a.out, s, &o, &one)?;
                 }
+                let mut block = report::scenario_text(&o, cmp.as_ref(), &checks);
                 if let (Some(dir), 0) = (&a.video, k) {
-                    film(a, dir, s, &o, &one)?;
+                    block.push_str(&film_or_warn(a, dir, s, &o, &one));
                 }
-                let block = report::scenario_text(&o, cmp.as_ref(), &checks);
                 cmps.extend(cmp);
                 block
             }

@@ -1,10 +1,16 @@
 //! `clawrl verify`: check a policy bundle (integrity, format, manifest, signature, robot) and
-//! print what it holds. With `--robot` the robot check is the one the robot runs at install
-//! and at start-up ([`clawrl_bundle::check_fits`] against the runtime config's robot).
-use std::path::PathBuf;
+//! print what it holds. The robot check is the one the robot runs at install and at start-up
+//! ([`clawrl_bundle::check_fits`] against the runtime config's robot): on by default, with the
+//! runtime config `flash` and `hil` use by default, so a plain `verify` says `ok` only to what
+//! the robot accepts.
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
-use clawrl_bundle::Trust;
+use anyhow::{Context, Result};
+use clawrl_bundle::{Bundle, Trust};
+
+/// The runtime config of `--robot` when none is named (that of `flash`, `hil` and the robot's
+/// own `clawrl-runtime`).
+const DEFAULT_ROBOT: &str = "configs/runtime/robot.toml";
 
 /// Check a policy bundle as the robot will, and print its manifest.
 #[derive(clap::Args)]
@@ -20,10 +26,14 @@ pub struct Args {
     /// Also check that the bundle was trained on this MJCF file.
     #[arg(long, value_name = "MJCF")]
     model: Option<PathBuf>,
-    /// Check that the bundle fits the robot this runtime config describes (its `[robot]`
-    /// section and control rate), exactly as `clawrl-runtime install` and `run` will.
-    #[arg(long, value_name = "RUNTIME_CONFIG")]
-    robot: Option<PathBuf>,
+    /// The robot the bundle must fit: this runtime config's `[robot]` section and control rate,
+    /// checked exactly as `clawrl-runtime install` and `run` will.
+    #[arg(long, value_name = "RUNTIME_CONFIG", default_value = DEFAULT_ROBOT)]
+    robot: PathBuf,
+    /// Skip the robot check (a bundle for another robot, or none, such as cart-pole's); the
+    /// output then says the robot was not checked.
+    #[arg(long, conflicts_with = "robot")]
+    any_robot: bool,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -34,10 +44,12 @@ pub fn run(a: Args) -> Result<()> {
         let hash = clawrl_bundle::file_sha256(model)?;
         b.check_robot(&m.robot.model, &hash)?;
     }
-    if let Some(config) = &a.robot {
-        let robot = clawrl_runtime::config::RuntimeConfig::load(config, &[])?.robot_spec();
-        clawrl_runtime::install::check_bundle(&b, &robot)?;
-    }
+    let robot = if a.any_robot {
+        "not checked (--any-robot): the robot may refuse it".to_string()
+    } else {
+        check_robot(&b, &a.robot)?;
+        format!("fits {}", a.robot.display())
+    };
     // The policy rebuilds from the manifest alone.
     clawrl_policy::bundle::from_bundle(&clawrl_policy::Registry::default(), &b)?;
     println!("{}: ok (sha256 {})", a.bundle.display(), b.sha256_hex());
@@ -58,6 +70,7 @@ pub fn run(a: Args) -> Result<()> {
         "  robot {} (MJCF sha256 {})",
         m.robot.model, m.robot.mjcf_sha256
     );
+    println!("  robot check: {robot}");
     // What it was trained with, which the robot must match (control rate, rate limit); a
     // bundle made before a value was recorded says so.
     let unrecorded = || "not recorded".to_string();
@@ -96,5 +109,21 @@ pub fn run(a: Args) -> Result<()> {
             &p.teacher_sha256
         }
     );
+    Ok(())
+}
+
+/// The robot's own check of `b` against the runtime config `config`.
+fn check_robot(b: &Bundle, config: &Path) -> Result<()> {
+    // Which robot, and how to name another or none: the default config is a relative path.
+    let which = || {
+        format!(
+            "robot check against {} (--robot names another config, --any-robot skips it)",
+            config.display()
+        )
+    };
+    let robot = clawrl_runtime::config::RuntimeConfig::load(config, &[])
+        .with_context(which)?
+        .robot_spec();
+    clawrl_runtime::install::check_bundle(b, &robot).with_context(which)?;
     Ok(())
 }
