@@ -12,9 +12,11 @@ use crate::run::RunOptions;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Runtime configuration (TOML).
-    #[arg(long, default_value = "configs/runtime/robot.toml")]
-    pub config: PathBuf,
+    /// Runtime configuration (TOML). Default: $CLAWRL_RUNTIME_CONFIG, else
+    /// /etc/clawrl/robot.toml, else configs/runtime/robot.toml (relative to the current
+    /// directory), the first that exists.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Run this bundle instead of the installed one (`install.root` of the config).
     #[arg(long)]
     pub bundle: Option<PathBuf>,
@@ -32,7 +34,7 @@ pub struct RunArgs {
 }
 
 pub fn run(a: &RunArgs) -> Result<String> {
-    let cfg = RuntimeConfig::load(&a.config, &a.set)?;
+    let cfg = RuntimeConfig::find_and_load(a.config.as_deref(), &a.set)?;
     let bundle = match &a.bundle {
         Some(b) => b.clone(),
         None => crate::install::current_bundle(&cfg.install.root)?,

@@ -12,6 +12,64 @@ use serde::{Deserialize, Serialize};
 
 use crate::controller::SafetyConfig;
 
+/// The environment variable naming the runtime config when `--config` is not given.
+pub const CONFIG_ENV: &str = "CLAWRL_RUNTIME_CONFIG";
+/// Where the robot keeps its runtime config (looked for after [`CONFIG_ENV`]).
+pub const SYSTEM_CONFIG: &str = "/etc/clawrl/robot.toml";
+/// The repository's config, relative to the current directory: looked for last, so that the
+/// repository's tests and scripts find it when run from its root.
+pub const REPO_CONFIG: &str = "configs/runtime/robot.toml";
+
+/// The runtime config file to load: `given` (`--config`) if any, else the file [`CONFIG_ENV`]
+/// names (when set and not empty), else the first of [`SYSTEM_CONFIG`] and [`REPO_CONFIG`]
+/// that exists. A path given by `--config` or [`CONFIG_ENV`] is used as given (a missing one
+/// is an error when it is loaded, naming it), never passed over for another robot's config.
+/// When neither default exists the error names every path tried, in order, and how to give
+/// one.
+pub fn find_config(given: Option<&Path>) -> Result<PathBuf, ConfigNotFound> {
+    if let Some(p) = given {
+        return Ok(p.to_path_buf());
+    }
+    if let Some(v) = std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(v));
+    }
+    let mut tried = Vec::new();
+    for p in [SYSTEM_CONFIG, REPO_CONFIG].map(PathBuf::from) {
+        match std::fs::metadata(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => tried.push(p),
+            // Anything else there (even unreadable) is the config: loading it says what is wrong.
+            _ => return Ok(p),
+        }
+    }
+    Err(ConfigNotFound { tried })
+}
+
+/// No `--config`, no [`CONFIG_ENV`], and none of the default paths exists.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "no runtime config found: --config not given, {CONFIG_ENV} not set, and no default exists (tried, in order: {}); give one with --config PATH or {CONFIG_ENV}=PATH",
+    self.tried_list()
+)]
+pub struct ConfigNotFound {
+    /// The default paths looked for, in order.
+    pub tried: Vec<PathBuf>,
+}
+
+impl ConfigNotFound {
+    /// `A, B (in DIR)`: a relative path with the directory it was looked for in.
+    fn tried_list(&self) -> String {
+        let cwd = std::env::current_dir().ok();
+        self.tried
+            .iter()
+            .map(|p| match &cwd {
+                Some(d) if p.is_relative() => format!("{} (in {})", p.display(), d.display()),
+                _ => p.display().to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeConfig {
@@ -259,6 +317,19 @@ impl RuntimeConfig {
                 .map(|k| k.to_string())
                 .collect(),
         }
+    }
+
+    /// Finds the config ([`find_config`]: `--config`, [`CONFIG_ENV`], [`SYSTEM_CONFIG`],
+    /// [`REPO_CONFIG`]) and loads it ([`RuntimeConfig::load`]).
+    pub fn find_and_load(given: Option<&Path>, overrides: &[String]) -> anyhow::Result<Self> {
+        let path = find_config(given)?;
+        Self::load(&path, overrides).map_err(|e| {
+            if given.is_none() && std::env::var_os(CONFIG_ENV).is_some_and(|v| !v.is_empty()) {
+                anyhow::anyhow!("{e} (named by {CONFIG_ENV})")
+            } else {
+                anyhow::Error::new(e)
+            }
+        })
     }
 
     /// Loads and validates `path`; `overrides` are `KEY=VALUE` in TOML syntax.

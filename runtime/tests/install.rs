@@ -95,6 +95,80 @@ fn current_bytes(root: &Path) -> Vec<u8> {
     std::fs::read(install::current_bundle(root).unwrap()).unwrap()
 }
 
+/// `status` and `rollback` agree on what can be rolled back (`when` names the situation): when
+/// status names a previous slot, rollback succeeds and restores that slot's bundle; when it
+/// names none, rollback refuses with status's reason. Both run on a copy of the root (links and all),
+/// so the root is left as it was.
+fn status_and_rollback_agree(root: &Path, when: &str) {
+    let scratch = tempfile::tempdir().unwrap();
+    let copy = scratch.path().join("root");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(root)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success(), "{when}: cp -a {}", root.display());
+    let s = install::status(&copy).unwrap();
+    assert_eq!(
+        s.previous,
+        install::status(root).unwrap().previous,
+        "{when}"
+    );
+    let shown = ok(runtime(&["status", "--root"]).arg(&copy));
+    match s.previous {
+        Some(prev) => {
+            assert_ne!(
+                s.current,
+                Some(prev),
+                "{when}: previous is the current slot: {s}"
+            );
+            assert_eq!(s.no_previous, None, "{when}: {s}");
+            assert!(
+                shown.contains(&format!("previous {prev}\n")),
+                "{when}: {shown}"
+            );
+            let sha = match &s.slots.iter().find(|(sl, _)| *sl == prev).unwrap().1 {
+                SlotState::Installed(i) => i.record.sha256.clone(),
+                other => panic!("{when}: status names {prev} previous, but it is {other:?}"),
+            };
+            let prev_bytes = std::fs::read(prev.bundle(&copy)).unwrap();
+            let said = ok(runtime(&["rollback", "--root"]).arg(&copy));
+            assert!(
+                said.contains(&format!("rolled back to {prev}")) && said.contains(&sha),
+                "{when}: status said previous {prev}, rollback said: {said}"
+            );
+            assert_eq!(install::current_bundle(&copy).unwrap(), prev.bundle(&copy));
+            assert_eq!(current_bytes(&copy), prev_bytes, "{when}");
+        }
+        None => {
+            let why = s
+                .no_previous
+                .clone()
+                .unwrap_or_else(|| panic!("{when}: no previous and no reason: {s}"));
+            assert!(
+                shown.contains(&format!("previous none ({why})")),
+                "{when}: {shown}"
+            );
+            assert!(
+                !shown.contains("(previous)") && !shown.contains(", previous)"),
+                "{when}: {shown}"
+            );
+            let before = snapshot(&copy);
+            let e = refused(runtime(&["rollback", "--root"]).arg(&copy));
+            assert!(
+                e.contains("cannot roll back") && e.contains(&why),
+                "{when}: status said no previous ({why}), rollback said: {e}"
+            );
+            assert_eq!(
+                snapshot(&copy),
+                before,
+                "{when}: a refused rollback changed the root"
+            );
+        }
+    }
+}
+
 #[test]
 fn an_install_killed_at_any_step_leaves_the_old_bundle_current_then_a_clean_one_switches_and_rollback_returns()
  {
@@ -154,7 +228,10 @@ fn an_install_killed_at_any_step_leaves_the_old_bundle_current_then_a_clean_one_
                 && shown.contains(&old_sha),
             "after a kill at {step}: {shown}"
         );
-        // Nothing to roll back to: the old slot is the only bundle there is.
+        // Nothing to roll back to: the old slot is the only bundle there is, and status says
+        // so as rollback does (a kill before the switch leaves `previous` on the current slot).
+        assert_eq!(s.previous, None, "after a kill at {step}: {s}");
+        status_and_rollback_agree(&root, &format!("one bundle, killed at {step}"));
         let e = refused(runtime(&["rollback", "--root"]).arg(&root));
         assert!(
             e.contains("cannot roll back"),
@@ -205,6 +282,34 @@ fn an_install_killed_at_any_step_leaves_the_old_bundle_current_then_a_clean_one_
     );
     install::rollback(&root).unwrap();
     assert_eq!(current_bytes(&root), new_bytes);
+
+    // Now with a previous bundle to lose: a third install killed at every step. Whatever each
+    // kill leaves, `status` and `rollback` agree on what can be rolled back: the old bundle
+    // while the install has not touched its slot, nothing once it has (it cleared the record,
+    // dropped the link, or set `previous` to the current slot right before its switch).
+    let third = quadruped_bundle(dir.path(), 3);
+    status_and_rollback_agree(&root, "two bundles installed");
+    for step in Step::ALL {
+        let o = install_cmd(&root, &third)
+            .env(ABORT_ENV, step.name())
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.signal(),
+            Some(SIGABRT),
+            "killed at {step}: {:?}",
+            out(&o)
+        );
+        assert_eq!(current_bytes(&root), new_bytes, "after a kill at {step}");
+        let s = install::status(&root).unwrap();
+        let keeps = matches!(step, Step::Verify | Step::ClearRecord);
+        assert_eq!(
+            s.previous,
+            keeps.then_some(old_slot),
+            "after a kill at {step}: {s}"
+        );
+        status_and_rollback_agree(&root, &format!("two bundles, killed at {step}"));
+    }
 }
 
 #[test]
@@ -915,10 +1020,13 @@ fn an_install_drops_previous_only_when_it_points_at_the_slot_being_cleared() {
     assert_eq!(s.previous, Some(cur.other()));
     kill(&b[3], Step::SwitchCurrent);
     let s = install::status(&root).unwrap();
-    assert_eq!((s.current, s.previous), (Some(cur), Some(cur)));
+    assert_eq!((s.current, s.previous_link), (Some(cur), Some(cur)));
+    // A link on the current slot is no rollback target, and status says so.
+    assert_eq!(s.previous, None, "{s}");
     kill(&b[3], Step::ClearSlot);
     let s = install::status(&root).unwrap();
-    assert_eq!((s.current, s.previous), (Some(cur), Some(cur)));
+    assert_eq!((s.current, s.previous_link), (Some(cur), Some(cur)));
+    assert_eq!(s.previous, None, "{s}");
 }
 
 /// A slot file the install cannot remove (here a directory where the record goes) stops the

@@ -124,8 +124,19 @@ pub struct InstallArgs {
     /// The policy bundle (`clawrl export`).
     pub bundle: PathBuf,
     /// Runtime configuration (TOML): its `[robot]` section and control rate are what the
-    /// bundle must fit, as `clawrl-runtime run` will check it.
-    #[arg(long, default_value = "configs/runtime/robot.toml")]
+    /// bundle must fit, as `clawrl-runtime run` will check it. Default: as for `run`
+    /// ($CLAWRL_RUNTIME_CONFIG, else /etc/clawrl/robot.toml, else configs/runtime/robot.toml).
+    // An empty path means "not given" (a plain `PathBuf` rather than an `Option`, as callers
+    // that build these arguments in code name a config file).
+    #[arg(
+        long,
+        default_value = "",
+        hide_default_value = true,
+        value_parser = clap::builder::TypedValueParser::map(
+            clap::builder::OsStringValueParser::new(),
+            PathBuf::from
+        )
+    )]
     pub config: PathBuf,
     /// Where the slots live (default: `install.root` of --config, where `run` looks).
     #[arg(long)]
@@ -142,10 +153,11 @@ pub struct InstallArgs {
 /// `clawrl-runtime rollback` and `clawrl-runtime status`.
 #[derive(Debug, clap::Args)]
 pub struct RootArgs {
-    /// Runtime configuration (TOML) whose `install.root` names where the slots live, as for
-    /// `clawrl-runtime run`.
-    #[arg(long, default_value = "configs/runtime/robot.toml")]
-    pub config: PathBuf,
+    /// Runtime configuration (TOML) whose `install.root` names where the slots live, found as
+    /// for `clawrl-runtime run` ($CLAWRL_RUNTIME_CONFIG, else /etc/clawrl/robot.toml, else
+    /// configs/runtime/robot.toml).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Where the slots live, instead of --config's `install.root`.
     #[arg(long)]
     pub root: Option<PathBuf>,
@@ -153,11 +165,11 @@ pub struct RootArgs {
 
 /// The install root: `--root`, else `install.root` of the runtime config, so install, status
 /// and rollback act where `run` loads from.
-fn root_of(root: &Option<PathBuf>, config: &Path) -> anyhow::Result<PathBuf> {
+fn root_of(root: &Option<PathBuf>, config: Option<&Path>) -> anyhow::Result<PathBuf> {
     match root {
         Some(r) => Ok(r.clone()),
-        None => Ok(crate::config::RuntimeConfig::load(config, &[])
-            .map_err(|e| anyhow::anyhow!("{e} (or give the install root with --root)"))?
+        None => Ok(crate::config::RuntimeConfig::find_and_load(config, &[])
+            .map_err(|e| anyhow::anyhow!("{e:#} (or give the install root with --root)"))?
             .install
             .root),
     }
@@ -165,7 +177,10 @@ fn root_of(root: &Option<PathBuf>, config: &Path) -> anyhow::Result<PathBuf> {
 
 /// Runs `clawrl-runtime install`; returns what to print.
 pub fn run_install(a: &InstallArgs) -> anyhow::Result<String> {
-    let cfg = crate::config::RuntimeConfig::load(&a.config, &[])?;
+    let cfg = crate::config::RuntimeConfig::find_and_load(
+        Some(a.config.as_path()).filter(|p| !p.as_os_str().is_empty()),
+        &[],
+    )?;
     // What `run` will demand, install demands too: its trusted keys and its signature rule,
     // with any --trust keys besides.
     let keys: Vec<PathBuf> = a
@@ -188,13 +203,13 @@ pub fn run_install(a: &InstallArgs) -> anyhow::Result<String> {
 pub fn run_rollback(a: &RootArgs) -> anyhow::Result<String> {
     Ok(format!(
         "rolled back to {}",
-        rollback(&root_of(&a.root, &a.config)?)?
+        rollback(&root_of(&a.root, a.config.as_deref())?)?
     ))
 }
 
 /// Runs `clawrl-runtime status`; returns what to print.
 pub fn run_status(a: &RootArgs) -> anyhow::Result<String> {
-    Ok(status(&root_of(&a.root, &a.config)?)?.to_string())
+    Ok(status(&root_of(&a.root, a.config.as_deref())?)?.to_string())
 }
 
 #[cfg(test)]

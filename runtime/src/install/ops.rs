@@ -98,7 +98,8 @@ pub fn install(
     let tmp = temp_link(root, "current", target)?;
 
     // `previous` is set before the switch, so every interruption leaves `current` on the old
-    // slot (and at worst `previous` on it too, which `rollback` refuses by name).
+    // slot (and at worst `previous` on it too, which `rollback` refuses by name and `status`
+    // reports as no previous bundle, both by `rollback_target`).
     at(Step::SetPrevious, abort_at);
     if let Some(old) = old {
         set_link(root, "previous", old)?;
@@ -116,37 +117,47 @@ pub fn install(
 }
 
 /// Switches `current` back to `previous` (and `previous` to what was current), after checking
-/// that the previous bundle still verifies and matches its record.
+/// that the previous bundle still verifies and matches its record: the one [`rollback_target`]
+/// names, which is also what `status` reports as previous.
 pub fn rollback(root: &Path) -> Result<Installed, InstallError> {
-    let no_previous = |reason: String| InstallError::NoPrevious {
-        root: root.to_path_buf(),
-        reason,
-    };
     let not_installed = || InstallError::NotInstalled {
         root: root.to_path_buf(),
     };
     read_link(root, "current")?.ok_or_else(not_installed)?;
     let _lock = lock(root)?;
     let current = read_link(root, "current")?.ok_or_else(not_installed)?;
+    let back = rollback_target(root, current)?.map_err(|reason| InstallError::NoPrevious {
+        root: root.to_path_buf(),
+        reason,
+    })?;
+    set_link(root, "current", back.slot)?;
+    set_link(root, "previous", current)?;
+    Ok(back)
+}
+
+/// The bundle [`rollback`] would restore while `current` points at `current`, or why there is
+/// none. The one answer for both `rollback` and [`status`], so that they cannot disagree: the
+/// `previous` link must exist, point at the other slot, and that slot's bundle must verify
+/// against its record. An interrupted install can leave `previous` on the current slot (killed
+/// before its switch) or on a slot it had started to clear (killed after removing its record):
+/// neither is a bundle to roll back to.
+fn rollback_target(root: &Path, current: Slot) -> Result<Result<Installed, String>, InstallError> {
     let Some(previous) = read_link(root, "previous")? else {
-        return Err(no_previous(format!(
+        return Ok(Err(format!(
             "{} does not exist (one bundle was installed, or an install was interrupted after clearing the old slot)",
             root.join("previous").display()
         )));
     };
     if previous == current {
-        return Err(no_previous(format!(
+        return Ok(Err(format!(
             "previous and current both point at {current} (an install was interrupted before it switched)"
         )));
     }
-    let back = verify_slot(previous, root).map_err(|e| {
-        no_previous(format!(
-            "the previous bundle in {previous} no longer verifies: {e}"
-        ))
-    })?;
-    set_link(root, "current", previous)?;
-    set_link(root, "previous", current)?;
-    Ok(back)
+    Ok(verify_slot(previous, root).map_err(|e| {
+        format!(
+            "the previous bundle in {previous} no longer verifies (an install into it may have been interrupted): {e}"
+        )
+    }))
 }
 
 /// The bundle `current` points at, for `clawrl-runtime run`.
@@ -175,12 +186,21 @@ pub enum SlotState {
     Broken(String),
 }
 
-/// Both slots, and where `current` and `previous` point.
+/// Both slots, where `current` points, and what [`rollback`] would return to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Status {
     pub root: PathBuf,
     pub current: Option<Slot>,
+    /// The slot [`rollback`] would restore (a verified bundle in the slot `current` does not
+    /// point at); `None` exactly when rollback would refuse, and [`Status::no_previous`] says
+    /// why.
     pub previous: Option<Slot>,
+    /// Why there is nothing to roll back to (the reason [`rollback`] would give), when
+    /// `previous` is `None`.
+    pub no_previous: Option<String>,
+    /// Where the `previous` link itself points, whether or not rollback can use it (an
+    /// interrupted install can leave it on the current slot, or on a half-cleared one).
+    pub previous_link: Option<Slot>,
     pub slots: [(Slot, SlotState); 2],
 }
 
@@ -203,7 +223,20 @@ pub fn status(root: &Path) -> Result<Status, InstallError> {
         });
     }
     let current = read_link(root, "current")?;
-    let previous = read_link(root, "previous")?;
+    let previous_link = read_link(root, "previous")?;
+    let (previous, no_previous) = match current {
+        None => (
+            None,
+            Some(format!(
+                "nothing is installed ({} does not exist)",
+                root.join("current").display()
+            )),
+        ),
+        Some(c) => match rollback_target(root, c)? {
+            Ok(back) => (Some(back.slot), None),
+            Err(why) => (None, Some(why)),
+        },
+    };
     let state = |slot: Slot| {
         let bundle = slot.bundle(root);
         if !bundle.exists() && !slot.record(root).exists() {
@@ -218,6 +251,8 @@ pub fn status(root: &Path) -> Result<Status, InstallError> {
         root: root.to_path_buf(),
         current,
         previous,
+        no_previous,
+        previous_link,
         slots: [(Slot::A, state(Slot::A)), (Slot::B, state(Slot::B))],
     })
 }
@@ -225,12 +260,16 @@ pub fn status(root: &Path) -> Result<Status, InstallError> {
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = |s: Option<Slot>| s.map_or("none".to_string(), |s| s.to_string());
+        let previous = match (&self.previous, &self.no_previous) {
+            (Some(p), _) => p.to_string(),
+            (None, Some(why)) => format!("none ({why})"),
+            (None, None) => "none".to_string(),
+        };
         writeln!(
             f,
-            "clawrl bundles under {}: current {}, previous {}",
+            "clawrl bundles under {}: current {}, previous {previous}",
             self.root.display(),
             name(self.current),
-            name(self.previous)
         )?;
         for (slot, state) in &self.slots {
             let mut roles = Vec::new();
