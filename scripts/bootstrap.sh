@@ -30,10 +30,10 @@ fi
 scripts/setup-cross.sh
 scripts/setup-mujoco.sh
 # strace lets runtime/tests/install_fsync.rs read the install's fsync and rename order from the
-# real binary's system calls; best effort: without it that test says it skipped.
+# real binary's system calls; without it that test fails, naming how to install it.
 if ! command -v strace >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace; } ||
-        echo "bootstrap: could not install strace; the install's fsync-order test will skip" >&2
+        echo "bootstrap: could not install strace; the install's fsync-order test (runtime/tests/install_fsync.rs) will fail" >&2
 fi
 # OSMesa is the software OpenGL that `clawrl eval --video` and render/tests draw with (opened at
 # run time, so the build does not need it); best effort: without it those tests fail, naming it.

@@ -13,6 +13,7 @@ use clawrl_hil_tests::report;
 use clawrl_hil_tests::scenario::{self, Check, Comparison, Kind, Outcome};
 use clawrl_runtime::controller::{Fault, Phase};
 use clawrl_runtime::run::Summary;
+use clawrl_sim::quadruped::Heading;
 
 /// Simulated time the policy takes over in the doctored outcomes, s.
 const POLICY_FROM_S: f64 = 3.0;
@@ -94,7 +95,15 @@ fn good(name: &str, dir: &std::path::Path) -> Outcome {
     let current = dir.join("current.clawrl");
     std::fs::write(&installed, b"the good bundle").unwrap();
     std::fs::write(&current, b"the good bundle").unwrap();
-    Outcome {
+    let slope = s.floor.map(|f| {
+        let tan = f.degrees.to_radians().tan();
+        match f.heading {
+            Heading::Uphill => tan,
+            Heading::Downhill => -tan,
+            Heading::Across | Heading::Random => 0.0,
+        }
+    });
+    let mut o = Outcome {
         install: (s.kind == Kind::BadInstall).then(|| Err("refused: digest mismatch".to_string())),
         seed: 3,
         scenario: s,
@@ -104,6 +113,23 @@ fn good(name: &str, dir: &std::path::Path) -> Outcome {
         wall: Duration::from_secs(1),
         current_bundle: Some(current),
         bundle_installed: installed,
+    };
+    // On a floor, it walks the way it faces at the commanded speed, rising (or sinking) by the
+    // floor's tilt.
+    if let Some(climb) = slope {
+        let speed = o.scenario.command[0];
+        walk_on_floor(&mut o, speed, climb);
+    }
+    o
+}
+
+/// Moves the body along +x at `speed` m/s while the policy runs (still before and after), its
+/// height changing by `climb` m per m along.
+fn walk_on_floor(o: &mut Outcome, speed: f64, climb: f64) {
+    let (from, seconds) = (o.policy_from_s, o.scenario.seconds);
+    for p in &mut o.trace.samples {
+        let x = speed * (p.t - from).clamp(0.0, seconds);
+        p.base_pos = [x, 0.0, 0.3 + climb * x];
     }
 }
 
@@ -424,6 +450,61 @@ fn a_replaced_installed_bundle_fails() {
     fails("bad-install", kept, |o| {
         o.current_bundle = Some(PathBuf::from("/nonexistent/bundle.clawrl"))
     });
+}
+
+const SLOPES: [&str; 2] = ["slope-up", "slope-down"];
+
+#[test]
+fn every_slope_scenario_has_a_good_outcome_here() {
+    let names: Vec<&str> = scenario::slope_scenarios().iter().map(|s| s.name).collect();
+    assert_eq!(
+        names, SLOPES,
+        "a new slope scenario needs its doctored outcomes here"
+    );
+    for name in SLOPES {
+        let s = scenario::by_name(name).unwrap();
+        assert_eq!(s.kind, Kind::Slope, "{name}");
+        assert!(s.floor.is_some(), "{name}");
+    }
+}
+
+/// The slope scenarios' own condition: over the policy's stretch the body went the way it
+/// faced, gaining (uphill) or losing (downhill) at least half the height its distance along
+/// the floor gives at the floor's tilt (20 degrees: tan 0.364, so 0.182 m per m). The good
+/// outcome walks 2.4 m along the floor, 0.87 m of height.
+#[test]
+fn a_slope_run_that_did_not_go_the_way_it_faced_fails() {
+    let tan = 20f64.to_radians().tan();
+    for (name, which, sign) in [
+        ("slope-up", "it climbed", 1.0),
+        ("slope-down", "it went down", -1.0),
+    ] {
+        // On a level floor: walked, but neither rose nor sank.
+        fails(name, which, |o| walk_on_floor(o, 0.3, 0.0));
+        // Stood still on the slope.
+        fails(name, which, |o| walk_on_floor(o, 0.0, sign * tan));
+        // Slid back the other way along the fall line (down a climb, up a descent).
+        fails(name, which, |o| walk_on_floor(o, -0.1, sign * tan));
+        // The way it faced, but at under half the height the tilt gives.
+        fails(name, which, |o| walk_on_floor(o, 0.3, sign * 0.4 * tan));
+        // No samples at all while the policy ran.
+        fails(name, "the policy's stretch has no samples", |o| {
+            let (from, end) = (o.policy_from_s, o.policy_from_s + o.scenario.seconds);
+            o.trace.samples.retain(|p| p.t < from || p.t > end);
+        });
+    }
+    // Half the tilt's height, and a little over, passes.
+    for (name, sign) in [("slope-up", 1.0), ("slope-down", -1.0)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = good(name, dir.path());
+        walk_on_floor(&mut o, 0.3, sign * 0.51 * tan);
+        let checks = scenario::checks(&o);
+        assert!(
+            checks.iter().all(|c| c.passed()),
+            "{name}:\n{}",
+            show(&checks)
+        );
+    }
 }
 
 // The gap over seeds (scenario::gap_checks), the other pass condition of walk.

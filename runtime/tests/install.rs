@@ -829,6 +829,65 @@ fn install_reads_its_source_once() {
     assert_eq!(current_bytes(&root), bytes);
 }
 
+/// The copy in the slot is read back against the verified bundle before anything points at it:
+/// another bundle put in the slot between the rename and the read-back (by another writer, or
+/// a disk that returned stale blocks) is refused as a mismatch even though it verifies and fits
+/// the robot, with the old bundle still current and no record written for the slot. The same
+/// bytes put back at that point are installed (the hook alone changes nothing).
+#[test]
+fn an_install_refuses_another_valid_bundle_found_in_the_slot_at_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (t, q) = (Trust::default(), robot());
+    install::install(&root, &quadruped_bundle(dir.path(), 1), &t, &q).unwrap();
+    let old_slot = install::status(&root).unwrap().current.unwrap();
+    let old_bytes = current_bytes(&root);
+    let target = old_slot.other();
+    let new = quadruped_bundle(dir.path(), 2);
+    // Valid on its own: it would be installed if it were the source.
+    let other = quadruped_bundle(dir.path(), 3);
+    check_bundle(&clawrl_bundle::read(&other, &t).unwrap(), &q).unwrap();
+    assert_ne!(std::fs::read(&other).unwrap(), std::fs::read(&new).unwrap());
+
+    let mut swapped = false;
+    let e = install::install_with_hook(&root, &new, &t, &q, |s| {
+        if s == Step::VerifyCopy {
+            std::fs::copy(&other, target.bundle(&root)).unwrap();
+            swapped = true;
+        }
+    })
+    .expect_err("an install whose slot held another bundle at read-back succeeded");
+    assert!(swapped, "the hook never ran before {}", Step::VerifyCopy);
+    assert!(matches!(e, InstallError::CopyMismatch { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("differs from the verified source")
+            && msg.contains(&target.bundle(&root).display().to_string()),
+        "{msg}"
+    );
+    let s = install::status(&root).unwrap();
+    assert_eq!(s.current, Some(old_slot), "{s}");
+    assert_eq!(current_bytes(&root), old_bytes);
+    assert!(!target.record(&root).exists(), "{s}");
+    assert!(
+        matches!(
+            &s.slots.iter().find(|(sl, _)| *sl == target).unwrap().1,
+            SlotState::Broken(_)
+        ),
+        "{s}"
+    );
+
+    // The control: the verified bytes themselves written over the copy at the same point.
+    let i = install::install_with_hook(&root, &new, &t, &q, |s| {
+        if s == Step::VerifyCopy {
+            std::fs::copy(&new, target.bundle(&root)).unwrap();
+        }
+    })
+    .unwrap();
+    assert_eq!(i.slot, target);
+    assert_eq!(current_bytes(&root), std::fs::read(&new).unwrap());
+}
+
 /// A previous slot whose record no longer matches its bundle (edited, or left from another
 /// bundle) is refused by rollback by name and shown as not verifying by status.
 #[test]

@@ -24,12 +24,26 @@ enum Call {
     },
 }
 
-/// strace, if this machine has it and may trace (a container can forbid ptrace).
-fn strace_works() -> bool {
-    Command::new("strace")
+/// Why strace cannot be used here, if it cannot: not installed, or not allowed to trace (a
+/// container can forbid ptrace). The durability test fails on either rather than skipping, so
+/// that a machine without strace cannot pass it without checking anything.
+fn strace_unusable() -> Option<String> {
+    match Command::new("strace")
         .args(["-f", "-qq", "-o", "/dev/null", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
+        .output()
+    {
+        Err(e) => Some(format!(
+            "strace could not be run ({e}): install it (Debian/Ubuntu: `apt-get install -y strace`; \
+             scripts/bootstrap.sh does so when it runs as root)"
+        )),
+        Ok(o) if !o.status.success() => Some(format!(
+            "strace is installed but cannot trace here ({}): {} (a container needs ptrace allowed, \
+             e.g. docker run --cap-add=SYS_PTRACE)",
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Ok(_) => None,
+    }
 }
 
 /// The successful fsync and rename calls of one `clawrl-runtime ARGS` run, and the raw log
@@ -128,11 +142,8 @@ fn check_order(calls: &[Call], root: &Path) -> Result<usize, String> {
 
 #[test]
 fn an_install_syncs_each_file_before_its_rename_and_the_directory_after() {
-    if !strace_works() {
-        eprintln!(
-            "skipped: strace is missing or may not trace here (scripts/bootstrap.sh installs it)"
-        );
-        return;
+    if let Some(why) = strace_unusable() {
+        panic!("this test reads the install's system calls with strace: {why}");
     }
     let dir = tempfile::tempdir().unwrap();
     // Canonical: strace names paths as the kernel resolves them.

@@ -39,7 +39,7 @@ mod ops;
 mod slots;
 
 use files::*;
-pub use ops::{SlotState, Status, current_bundle, install, rollback, status};
+pub use ops::{SlotState, Status, current_bundle, install, install_with_hook, rollback, status};
 use slots::*;
 pub use slots::{Installed, ProvenanceSummary, Record, Slot, Step};
 

@@ -11,13 +11,31 @@ pub fn install(
     trust: &Trust,
     robot: &RobotSpec,
 ) -> Result<Installed, InstallError> {
+    install_with_hook(root, bundle_path, trust, robot, |_| {})
+}
+
+/// [`install`], calling `before(step)` right before each [`Step`] (after the [`ABORT_ENV`]
+/// hook): a test seam, so that a test can change the slot between two steps (as another
+/// process, or a failing disk, could). [`install`] passes a hook that does nothing.
+#[doc(hidden)]
+pub fn install_with_hook(
+    root: &Path,
+    bundle_path: &Path,
+    trust: &Trust,
+    robot: &RobotSpec,
+    mut before: impl FnMut(Step),
+) -> Result<Installed, InstallError> {
     let abort_at = abort_step()?;
+    let mut step = |s: Step| {
+        at(s, abort_at);
+        before(s);
+    };
 
     // The file is read once: the bytes verified are the bytes copied, so a source swapped for
     // another bundle after verification cannot slip in (and a source inside the slot about to
     // be cleared survives). The copy is read back against the verified digest too.
     let bytes = fs::read(bundle_path).map_err(io_err("read", bundle_path))?;
-    at(Step::Verify, abort_at);
+    step(Step::Verify);
     let bundle = clawrl_bundle::read_bytes(bundle_path, &bytes, trust)?;
     check_bundle(&bundle, robot)?;
 
@@ -39,36 +57,36 @@ pub fn install(
     let target = old.map_or(Slot::A, Slot::other);
     let dir = target.dir(root);
 
-    at(Step::ClearRecord, abort_at);
+    step(Step::ClearRecord);
     remove_if_exists(&target.record(root))?;
     sync_dir(&dir)?;
 
-    at(Step::DropPrevious, abort_at);
+    step(Step::DropPrevious);
     if read_link(root, "previous")? == Some(target) {
         remove_if_exists(&root.join("previous"))?;
         sync_dir(root)?;
     }
 
-    at(Step::ClearSlot, abort_at);
+    step(Step::ClearSlot);
     remove_if_exists(&target.bundle(root))?;
     remove_leftovers(&dir)?;
     sync_dir(&dir)?;
 
-    at(Step::CopyTemp, abort_at);
+    step(Step::CopyTemp);
     let tmp = dir.join(format!(".{BUNDLE_FILE}.tmp"));
     let mut f = File::create(&tmp).map_err(io_err("create", &tmp))?;
     f.write_all(&bytes).map_err(io_err("write", &tmp))?;
 
-    at(Step::Fsync, abort_at);
+    step(Step::Fsync);
     f.sync_all().map_err(io_err("sync", &tmp))?;
     drop(f);
 
-    at(Step::RenameIntoSlot, abort_at);
+    step(Step::RenameIntoSlot);
     let installed = target.bundle(root);
     fs::rename(&tmp, &installed).map_err(io_err("rename into slot", &installed))?;
     sync_dir(&dir)?;
 
-    at(Step::VerifyCopy, abort_at);
+    step(Step::VerifyCopy);
     let copy = clawrl_bundle::read(&installed, trust)?;
     if copy.sha256 != bundle.sha256 {
         return Err(InstallError::CopyMismatch {
@@ -82,7 +100,7 @@ pub fn install(
     }
     check_bundle(&copy, robot)?;
 
-    at(Step::WriteRecord, abort_at);
+    step(Step::WriteRecord);
     let record = Record {
         sha256: bundle.sha256_hex(),
         file_sha256: clawrl_bundle::file_sha256(&installed).map_err(io_err("hash", &installed))?,
@@ -94,18 +112,18 @@ pub fn install(
     let json = serde_json::to_string_pretty(&record).expect("a record always serialises");
     write_file_atomically(&dir, RECORD_FILE, json.as_bytes())?;
 
-    at(Step::LinkTemp, abort_at);
+    step(Step::LinkTemp);
     let tmp = temp_link(root, "current", target)?;
 
     // `previous` is set before the switch, so every interruption leaves `current` on the old
     // slot (and at worst `previous` on it too, which `rollback` refuses by name and `status`
     // reports as no previous bundle, both by `rollback_target`).
-    at(Step::SetPrevious, abort_at);
+    step(Step::SetPrevious);
     if let Some(old) = old {
         set_link(root, "previous", old)?;
     }
 
-    at(Step::SwitchCurrent, abort_at);
+    step(Step::SwitchCurrent);
     commit_link(root, &tmp, "current")?;
 
     Ok(Installed {
