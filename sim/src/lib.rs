@@ -37,13 +37,23 @@ pub fn repo_root() -> std::path::PathBuf {
 /// outside the tree it was built in (copied to another machine, installed).
 pub const ROOT_ENV: &str = "CLAWRL_ROOT";
 
+/// Where an install keeps clawrl's files, beside the running executable:
+/// `<folder of the executable>/../share/clawrl` (scripts/install lays out PREFIX/bin/clawrl and
+/// PREFIX/share/clawrl). `None` when the executable's path is unknown; the folder may not exist.
+pub fn installed_root() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.join("share").join("clawrl"))
+}
+
 /// Where a relative path to one of clawrl's files is looked for, in order: [`ROOT_ENV`] alone
-/// when it is set; else the current directory, then the source tree the binary was built from.
+/// when it is set; else the current directory, then [`installed_root`] when it exists, then the
+/// source tree the binary was built from.
 pub fn search_roots() -> Vec<std::path::PathBuf> {
     if let Some(root) = std::env::var_os(ROOT_ENV) {
         return vec![root.into()];
     }
     let mut roots: Vec<std::path::PathBuf> = std::env::current_dir().into_iter().collect();
+    roots.extend(installed_root().filter(|r| r.is_dir()));
     roots.push(repo_root());
     roots
 }
@@ -62,19 +72,28 @@ pub fn resolve(path: &std::path::Path) -> std::path::PathBuf {
         .unwrap_or_else(|| roots[0].join(path))
 }
 
-/// The folders [`resolve`] looked in, for an error message.
+/// The folders [`resolve`] looked in, for an error message (an install's folder beside the
+/// binary is named even when absent: that is the one an installed `clawrl` needs).
 pub fn roots_tried() -> String {
-    let roots: Vec<String> = search_roots()
-        .iter()
-        .map(|r| r.display().to_string())
-        .collect();
-    match std::env::var_os(ROOT_ENV) {
-        Some(_) => format!("{ROOT_ENV}={}", roots[0]),
-        None => format!(
-            "the current directory, then the tree this binary was built in ({}; or set {ROOT_ENV})",
-            roots.join(", then ")
-        ),
+    if let Some(root) = std::env::var_os(ROOT_ENV) {
+        return format!("{ROOT_ENV}={}", std::path::Path::new(&root).display());
     }
+    let mut tried: Vec<String> = std::env::current_dir()
+        .map(|d| format!("the current directory ({})", d.display()))
+        .into_iter()
+        .collect();
+    if let Some(share) = installed_root() {
+        let absent = if share.is_dir() { "" } else { ", absent" };
+        tried.push(format!(
+            "the installed files beside this binary ({}{absent})",
+            share.display()
+        ));
+    }
+    tried.push(format!(
+        "the tree this binary was built in ({})",
+        repo_root().display()
+    ));
+    format!("{}; or set {ROOT_ENV}", tried.join(", then "))
 }
 
 /// Directory of the MJCF models shipped with the crate ([`resolve`]d).
