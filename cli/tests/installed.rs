@@ -173,6 +173,17 @@ fn installed_clawrl_runs_without_the_source_tree() {
         "eval writes under the current directory, the install stays as shipped"
     );
 
+    // verify checks a bundle against the robot's runtime config by default: the shipped one,
+    // found in the install, not under the current directory.
+    let bundle = base.join("student.clawrl");
+    fs::copy(root.join("hil-tests/fixtures/student.clawrl"), &bundle).unwrap();
+    let report = ok(&mut hidden(
+        root,
+        &cwd,
+        &[bin, "verify", bundle.to_str().unwrap()],
+    ));
+    assert!(report.contains("robot check: fits"), "{report}");
+
     // Without the share folder: an error that names where it looked, not a bare ENOENT.
     fs::rename(&share, prefix.join("share/clawrl-gone")).unwrap();
     let o = out(&mut hidden(

@@ -8,7 +8,6 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use clawrl_bundle::Trust;
-use clawrl_runtime::config::RuntimeConfig;
 use clawrl_runtime::install::{self, DEFAULT_ROOT};
 
 /// Install a policy bundle on the robot (or into a local slot directory), keeping the old one
@@ -161,7 +160,7 @@ fn run_argv(argv: &[OsString], stdin: &Path) -> Result<()> {
 
 pub fn run(a: Args) -> Result<()> {
     let trust = Trust::from_key_files(&a.trust, a.require_signature)?;
-    let robot = RuntimeConfig::load(&a.robot, &[])?.robot_spec();
+    let robot = super::robot_config(&a.robot)?.robot_spec();
     match Target::parse(&a.to)? {
         Target::Dir(root) => {
             // A key the user meant to be checked must not be dropped in silence.

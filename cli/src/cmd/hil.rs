@@ -76,7 +76,7 @@ pub fn run(a: Args) -> Result<()> {
     // Before anything moves: the bundle must be readable and made for this robot.
     let bundle = clawrl_bundle::read(&a.bundle, &clawrl_bundle::Trust::default())
         .with_context(|| format!("--bundle {}", a.bundle.display()))?;
-    let robot = clawrl_runtime::config::RuntimeConfig::load(&a.runtime_config, &[])?;
+    let robot = super::robot_config(&a.runtime_config)?;
     clawrl_runtime::install::check_bundle(&bundle, &robot.robot_spec())?;
     let task = TaskConfig::load(&a.task_config, &[])?;
     std::fs::create_dir_all(&a.out)?;
@@ -95,7 +95,7 @@ pub fn run(a: Args) -> Result<()> {
                 Clocking::Lockstep
             },
             task: task.clone(),
-            runtime_config: a.runtime_config.clone(),
+            runtime_config: clawrl_sim::resolve(&a.runtime_config),
             dir: a.out.join("scratch").join(s.name),
             board: a
                 .board

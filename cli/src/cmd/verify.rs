@@ -41,7 +41,15 @@ pub fn run(a: Args) -> Result<()> {
     let b = clawrl_bundle::read(&a.bundle, &trust)?;
     let m = &b.manifest;
     if let Some(model) = &a.model {
-        let hash = clawrl_bundle::file_sha256(model)?;
+        let found = clawrl_sim::resolve(model);
+        let hash = clawrl_bundle::file_sha256(&found).with_context(|| {
+            format!(
+                "--model {}: cannot read {} (looked for in {})",
+                model.display(),
+                found.display(),
+                clawrl_sim::roots_tried()
+            )
+        })?;
         b.check_robot(&m.robot.model, &hash)?;
     }
     let robot = if a.any_robot {
@@ -121,7 +129,7 @@ fn check_robot(b: &Bundle, config: &Path) -> Result<()> {
             config.display()
         )
     };
-    let robot = clawrl_runtime::config::RuntimeConfig::load(config, &[])
+    let robot = super::robot_config(config)
         .with_context(which)?
         .robot_spec();
     clawrl_runtime::install::check_bundle(b, &robot).with_context(which)?;
