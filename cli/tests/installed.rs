@@ -184,6 +184,22 @@ fn installed_clawrl_runs_without_the_source_tree() {
     ));
     assert!(report.contains("robot check: fits"), "{report}");
 
+    // The robot's description, and the MJCF it names relative to itself, from the install.
+    let report = ok(&mut hidden(
+        root,
+        &cwd,
+        &[bin, "robot", "check", "robots/claw_quadruped"],
+    ));
+    assert!(
+        report.contains(
+            &share
+                .join("robots/claw_quadruped/robot.toml")
+                .display()
+                .to_string()
+        ) && report.contains("OK:"),
+        "{report}"
+    );
+
     // Without the share folder: an error that names where it looked, not a bare ENOENT.
     fs::rename(&share, prefix.join("share/clawrl-gone")).unwrap();
     let o = out(&mut hidden(

@@ -48,3 +48,55 @@ fn the_default_pose_is_inside_every_firmware_limit() {
         );
     }
 }
+
+/// The shipped robot's description file (robots/claw_quadruped/robot.toml) says what the code's
+/// constants say today: the same servos in the same order, limits, poses, bus IDs, mirrored
+/// servos and action scales. While the stages move from the constants to the description one
+/// by one, this keeps the two the same robot.
+#[test]
+fn the_shipped_description_is_the_robot_the_code_describes() {
+    use clawrl_robot::description::JointKind;
+    use clawrl_robot::quadruped;
+    let loaded =
+        clawrl_sim::description::load(clawrl_sim::description::CLAW_QUADRUPED.as_ref()).unwrap();
+    let d = &loaded.description;
+    assert_eq!(d.name, quadruped::MODEL_NAME);
+    assert_eq!(d.servo_names(), quadruped::servo_names());
+    assert_eq!(d.limits(), quadruped::JOINT_LIMITS.to_vec());
+    assert_eq!(d.stand_pose(), quadruped::DEFAULT_POSE.to_vec());
+    assert_eq!(d.rest_pose(), quadruped::REST_POSE.to_vec());
+    let firmware = FirmwareConfig::claw_foot();
+    for (i, s) in d.servos.iter().enumerate() {
+        assert_eq!(s.id, ids::servo_id(i), "{}", s.name);
+        assert_eq!(
+            s.kind == JointKind::Claw,
+            quadruped::is_claw(i),
+            "{}",
+            s.name
+        );
+        let cal = &firmware.servos[i].calibration;
+        assert_eq!(s.direction == -1, cal.reversed, "{}: direction", s.name);
+        assert_eq!(s.offset_rad as f32, cal.trim_rad, "{}: offset", s.name);
+        let pwm = s.pwm.as_ref().expect("every servo is on the PWM board");
+        assert_eq!(usize::from(pwm.channel), i, "{}", s.name);
+        let m = &d.pwm_models[&pwm.model];
+        assert_eq!(
+            (
+                m.center_us as f32,
+                m.us_per_rad as f32,
+                m.min_us as f32,
+                m.max_us as f32
+            ),
+            (cal.center_us, cal.us_per_rad, cal.min_us, cal.max_us),
+            "{}: pulse law",
+            s.name
+        );
+        let model = &d.servo_models[&s.model];
+        assert!(model.max_speed_rad_s >= f64::from(firmware.max_slew_rad_per_s));
+    }
+    let task = TaskConfig::flat().unwrap();
+    assert_eq!(d.action_scale[&JointKind::Leg], task.env.action_scale);
+    assert_eq!(d.action_scale[&JointKind::Claw], task.env.claw_action_scale);
+    assert_eq!(d.feet.len(), quadruped::NUM_FEET);
+    assert!(loaded.mjcf.ends_with("sim/models/quadruped.xml"));
+}

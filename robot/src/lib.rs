@@ -5,6 +5,8 @@
 //! - [`quadruped`]: the claw-foot robot's servos (names, order, default pose, joint limits),
 //!   its onboard observation (names, units, how raw sensor values become the vector) and its
 //!   action map (action -> servo target).
+//! - [`description`]: a robot as one file (`robots/NAME/robot.toml`), checked against its
+//!   MJCF by name.
 //! - [`ObsSource`]: which observation vector a network reads.
 //! - [`History`]: the stack of past observations a student reads.
 //! - [`board`]: what the servo board does between the body and the runtime (IMU filter,
@@ -20,6 +22,8 @@ pub mod rotation;
 
 #[cfg(feature = "std")]
 mod action;
+#[cfg(feature = "std")]
+pub mod description;
 #[cfg(feature = "std")]
 mod history;
 #[cfg(feature = "std")]

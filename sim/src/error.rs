@@ -22,6 +22,9 @@ pub enum SimError {
     CommandLength { expected: usize, got: usize },
     #[error("step called before reset")]
     NotReset,
+    /// A robot description that does not load or does not fit its MJCF.
+    #[error(transparent)]
+    Description(clawrl_robot::description::DescriptionError),
     #[error(transparent)]
     Config(#[from] clawrl_config::ConfigError),
 }

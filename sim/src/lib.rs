@@ -10,6 +10,7 @@
 //! - [`VecEnv`] steps N environments across threads, identically for a seed whatever the
 //!   thread count.
 pub mod cartpole;
+pub mod description;
 pub mod env;
 pub mod error;
 pub mod model;

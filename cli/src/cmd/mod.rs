@@ -10,6 +10,7 @@ pub mod hil;
 pub mod keygen;
 pub mod outputs;
 pub mod plot;
+pub mod robot;
 pub mod serve;
 pub mod simulate;
 pub mod slope_curve;

@@ -1,0 +1,105 @@
+//! A robot description (`robots/NAME/robot.toml`) checked against its MJCF: this crate
+//! compiles the MJCF with MuJoCo (default classes applied) and hands
+//! [`clawrl_robot::description`] the names and numbers it holds.
+use std::path::{Path, PathBuf};
+
+use clawrl_robot::description::{
+    ActuatorFact, DescriptionError, DescriptionFile, JointFact, MjcfFacts, RobotDescription,
+};
+use mujoco_rs::mujoco_c::_mjtObjBase::*;
+use mujoco_rs::prelude::*;
+
+use crate::SimError;
+
+/// The shipped robot's description, relative to clawrl's files ([`crate::resolve`]).
+pub const CLAW_QUADRUPED: &str = "robots/claw_quadruped/robot.toml";
+
+/// A description loaded and resolved against its MJCF.
+#[derive(Debug, Clone)]
+pub struct LoadedRobot {
+    pub description: RobotDescription,
+    pub file: DescriptionFile,
+    /// The description file and the MJCF it names.
+    pub path: PathBuf,
+    pub mjcf: PathBuf,
+}
+
+/// Loads `path` (a `robot.toml` or its folder; relative paths through [`crate::resolve`]),
+/// compiles its MJCF and resolves one against the other.
+pub fn load(path: &Path) -> Result<LoadedRobot, SimError> {
+    let (file, path) = DescriptionFile::load(&crate::resolve(path))?;
+    let mjcf = file.mjcf_path(&path);
+    let mjcf = std::fs::canonicalize(&mjcf).unwrap_or(mjcf);
+    let model = crate::model::load(&mjcf)?;
+    let facts = facts(&model, &mjcf);
+    let description = file.resolve(&path, &facts)?;
+    Ok(LoadedRobot {
+        description,
+        file,
+        path,
+        mjcf,
+    })
+}
+
+/// What the compiled model says, by name.
+pub fn facts(model: &MjModel, file: &Path) -> MjcfFacts {
+    let names = |kind, n: i64| -> Vec<String> {
+        (0..n as usize)
+            .map(|i| model.id_to_name(kind, i).unwrap_or("").to_string())
+            .collect()
+    };
+    let f = model.ffi();
+    let joint_names = names(mjOBJ_JOINT, f.njnt);
+    let joints = joint_names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !n.is_empty())
+        .map(|(j, n)| {
+            let ty = model.jnt_type()[j];
+            let fact = JointFact {
+                range: model.jnt_limited()[j].then(|| model.jnt_range()[j]),
+                one_dof: matches!(ty, MjtJoint::mjJNT_HINGE | MjtJoint::mjJNT_SLIDE),
+                qpos_adr: model.jnt_qposadr()[j] as usize,
+            };
+            (n.clone(), fact)
+        })
+        .collect();
+    let actuators = names(mjOBJ_ACTUATOR, f.nu)
+        .into_iter()
+        .enumerate()
+        .map(|(a, name)| {
+            let on_joint = model.actuator_trntype()[a] == MjtTrn::mjTRN_JOINT;
+            let id = model.actuator_trnid()[a][0] as usize;
+            ActuatorFact {
+                name,
+                joint: on_joint.then(|| joint_names[id].clone()),
+            }
+        })
+        .collect();
+    let nq = f.nq as usize;
+    let keyframes = names(mjOBJ_KEY, f.nkey)
+        .into_iter()
+        .enumerate()
+        .map(|(k, n)| (n, model.key_qpos()[k * nq..(k + 1) * nq].to_vec()))
+        .collect();
+    MjcfFacts {
+        file: file.display().to_string(),
+        joints,
+        actuators,
+        keyframes,
+        bodies: names(mjOBJ_BODY, f.nbody),
+        geoms: names(mjOBJ_GEOM, f.ngeom),
+        sites: names(mjOBJ_SITE, f.nsite),
+        sensors: names(mjOBJ_SENSOR, f.nsensor),
+        free_body: (0..f.njnt as usize)
+            .find(|&j| model.jnt_type()[j] == MjtJoint::mjJNT_FREE)
+            .and_then(|j| model.id_to_name(mjOBJ_BODY, model.jnt_bodyid()[j] as usize))
+            .map(str::to_string),
+    }
+}
+
+impl From<DescriptionError> for SimError {
+    fn from(e: DescriptionError) -> Self {
+        SimError::Description(e)
+    }
+}
