@@ -30,6 +30,9 @@ pub struct RobotSpec {
     pub max_joint_speed: f64,
     /// Network kinds the robot can run.
     pub network_kinds: Vec<String>,
+    /// The robot's own description file; a bundle that carries a description must agree with
+    /// it servo by servo ([`clawrl_robot::description::first_difference`]).
+    pub description: Option<clawrl_robot::description::DescriptionFile>,
 }
 
 /// Why a bundle does not fit a robot. Each message starts with the manifest field and says
@@ -40,6 +43,8 @@ pub enum Incompatible {
     Model { bundle: String, robot: String },
     #[error("robot.mjcf_sha256 is {bundle}, this robot's MJCF is {robot}")]
     MjcfHash { bundle: String, robot: String },
+    #[error("robot.description: {0}")]
+    Description(String),
     #[error("observation.source is {0:?}, the robot computer can only build onboard observations")]
     ObservationSource(ObsSource),
     #[error("observation.layout.{field} {detail}")]
@@ -123,6 +128,13 @@ fn check_identity(m: &Manifest, robot: &RobotSpec) -> Result<(), Incompatible> {
             bundle: m.robot.mjcf_sha256.clone(),
             robot: robot.mjcf_sha256.clone(),
         });
+    }
+    // A bundle made before descriptions existed carries none: its servo names, limits and
+    // default pose are still checked below, by index.
+    if let (Some(b), Some(r)) = (&m.robot.description, &robot.description)
+        && let Some(d) = clawrl_robot::description::first_difference(b, r)
+    {
+        return Err(Incompatible::Description(d));
     }
     Ok(())
 }

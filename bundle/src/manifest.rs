@@ -34,6 +34,12 @@ pub struct RobotInfo {
     pub model: String,
     /// Lowercase hex SHA-256 of the MJCF file the policy was trained on (see [`crate::mjcf_sha256`]).
     pub mjcf_sha256: String,
+    /// The robot description the policy was trained on (`robots/NAME/robot.toml`, resolved
+    /// against its MJCF): every servo by name, bus ID, direction, offset and limits. Covered by
+    /// the digest and the signature like every manifest field. Absent in bundles made before
+    /// descriptions existed, and for tasks without one (cart-pole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<clawrl_robot::description::RobotDescription>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

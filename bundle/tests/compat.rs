@@ -4,6 +4,7 @@
 mod common;
 
 use clawrl_bundle::*;
+use clawrl_robot::description::{DescriptionFile, RobotDescription, Servo};
 use clawrl_robot::{OnboardLayout, quadruped};
 use common::*;
 
@@ -20,7 +21,93 @@ fn robot() -> RobotSpec {
         max_action_scale: 1.0,
         max_joint_speed: 6.0,
         network_kinds: vec!["mlp".into(), "gaussian_mlp".into()],
+        description: Some(shipped_description().0),
     }
+}
+
+/// The shipped robot's description file, and its resolution as a bundle would carry it (the
+/// MJCF's numbers filled in from the robot constants, which equal them: see
+/// hil-tests/tests/robot_description.rs).
+fn shipped_description() -> (DescriptionFile, RobotDescription) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../robots/claw_quadruped/robot.toml");
+    let (file, _) = DescriptionFile::load(&path).unwrap();
+    let servos = file
+        .servo
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Servo {
+            name: s.name.clone(),
+            id: s.id,
+            joint: s.joint.clone(),
+            kind: s.kind,
+            direction: s.direction,
+            offset_rad: s.offset_rad,
+            limits: quadruped::JOINT_LIMITS[i],
+            stand: quadruped::DEFAULT_POSE[i],
+            rest: quadruped::REST_POSE[i],
+            model: s.model.clone(),
+            pwm: s.pwm.clone(),
+        })
+        .collect();
+    let resolved = RobotDescription {
+        name: file.robot.name.clone(),
+        servos,
+        servo_models: file.servo_model.clone(),
+        pwm_models: file.pwm_model.clone(),
+        feet: file.foot.clone(),
+        imu: file.imu.clone(),
+        trunk: file.trunk.clone(),
+        action_scale: file.action_scale.clone(),
+    };
+    (file, resolved)
+}
+
+#[test]
+fn a_bundle_with_a_description_is_checked_servo_by_servo() {
+    let (_, resolved) = shipped_description();
+    let with = |edit: fn(&mut RobotDescription)| {
+        fits(|m| {
+            let mut d = resolved.clone();
+            edit(&mut d);
+            m.robot.description = Some(d);
+        })
+    };
+    with(|_| {}).unwrap();
+    let reversed = with(|d| d.servos[4].direction = -1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        reversed.starts_with(
+            "robot.description: servo FR_hip_pitch: direction -1 in the bundle, +1 on this robot"
+        ),
+        "{reversed}"
+    );
+    let swapped = with(|d| d.servos.swap(2, 5)).unwrap_err().to_string();
+    assert!(
+        swapped.contains("servos FR_knee and FL_knee are swapped"),
+        "{swapped}"
+    );
+    let id = with(|d| d.servos[0].id = 40).unwrap_err().to_string();
+    assert!(
+        id.contains("servo FL_hip_abd: bus ID 40 in the bundle, 1 on this robot"),
+        "{id}"
+    );
+    let no_claw = with(|d| d.servos.truncate(12)).unwrap_err().to_string();
+    assert!(
+        no_claw.contains("this robot has servo FL_claw, which the bundle does not drive"),
+        "{no_claw}"
+    );
+    // A robot without a description file checks by names, limits and pose only.
+    let (mut m, _) = quadruped();
+    let mut d = resolved.clone();
+    d.servos[4].direction = -1;
+    m.robot.description = Some(d);
+    let bare = RobotSpec {
+        description: None,
+        ..robot()
+    };
+    check_fits(&m, &bare).unwrap();
 }
 
 fn fits(edit: impl FnOnce(&mut Manifest)) -> Result<(), Incompatible> {

@@ -68,6 +68,17 @@ fn tampers() -> Vec<(&'static str, Tamper, &'static str)> {
             |m| m.robot.mjcf_sha256 = "0".repeat(64),
             "robot.mjcf_sha256 is 0000",
         ),
+        (
+            // Trained on a robot whose FR hip pitch servo is mounted the other way round.
+            "reversed-servo",
+            |m| {
+                let path = clawrl_sim::description::CLAW_QUADRUPED.as_ref();
+                let mut d = clawrl_sim::description::load(path).unwrap().description;
+                d.servos[4].direction = -1;
+                m.robot.description = Some(d);
+            },
+            "robot.description: servo FR_hip_pitch: direction -1 in the bundle, +1 on this robot",
+        ),
     ]
 }
 
@@ -194,7 +205,7 @@ fn a_robot_configured_for_another_control_rate_refuses_the_bundle() {
     let root = dir.join("robot");
     std::fs::create_dir_all(&root).unwrap();
     let good = bundles::quadruped_bundle(&dir, 5);
-    let shipped = std::fs::read_to_string(robot_toml()).unwrap();
+    let shipped = bundles::shipped_config_text();
     let from = "\nrate_hz = 50.0\n";
     assert!(shipped.contains(from), "the shipped config runs at 50 Hz");
     let fast = dir.join("robot-100hz.toml");

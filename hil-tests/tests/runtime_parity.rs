@@ -81,6 +81,7 @@ fn manifest(spec: &EnvSpec, history: usize, parts: &BundleParts) -> Manifest {
         robot: RobotInfo {
             model: spec.onboard_layout.robot.clone(),
             mjcf_sha256: clawrl_bundle::file_sha256(&spec.model_file).unwrap(),
+            description: None,
         },
         observation: ObservationSpec {
             source: ObsSource::Onboard,

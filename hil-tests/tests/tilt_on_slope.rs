@@ -32,7 +32,13 @@ fn on_a_slope() -> TaskConfig {
 /// flat student cannot stand on 20 degrees (it slides back and falls, rightly tripping the
 /// e-stop): this is the runtime's tilt check, not a policy's balance.
 fn stand(dir: &Path, events: Vec<(f64, Event)>) -> Outcome {
-    let cfg = std::fs::read_to_string(repo().join("configs/runtime/robot.toml")).unwrap();
+    // Its relative path to the robot description, made absolute for the copy.
+    let cfg = std::fs::read_to_string(repo().join("configs/runtime/robot.toml"))
+        .unwrap()
+        .replace(
+            "\"../../robots/",
+            &format!("\"{}/robots/", repo().display()),
+        );
     let held = cfg.replace("stand_s = 2.0", &format!("stand_s = {STAND_S:.1}"));
     assert_ne!(held, cfg, "robot.toml has no `stand_s = 2.0` to change");
     let runtime_config = dir.join("robot.toml");

@@ -360,3 +360,89 @@ fn load_takes_a_folder_or_its_robot_toml() {
     assert!(e.contains("nope") && e.contains("cannot read"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The bundle's description (resolved from FILE) against a robot whose file is FILE edited.
+fn difference(edit: impl Fn(&str) -> String) -> Option<String> {
+    let bundle = resolve(FILE, &facts()).unwrap();
+    let robot = parse(&edit(FILE)).unwrap();
+    clawrl_robot::description::first_difference(&bundle, &robot)
+}
+
+#[test]
+fn a_bundle_for_another_robot_names_the_first_servo_that_differs() {
+    assert_eq!(difference(|t| t.to_string()), None);
+    let cases: [(&str, &str, &str); 6] = [
+        (
+            "direction = -1",
+            "direction = 1",
+            "servo hip: direction -1 in the bundle, +1 on this robot",
+        ),
+        (
+            "offset_rad = 0.05",
+            "offset_rad = 0.1",
+            "servo hip: zero offset 0.05 rad in the bundle, 0.1 rad",
+        ),
+        (
+            "id = 3",
+            "id = 4",
+            "servo knee: bus ID 3 in the bundle, 4 on this robot",
+        ),
+        (
+            "limits = [-2.0, -0.5]",
+            "limits = [-1.9, -0.5]",
+            "servo knee: limits [-2, -0.5] in the bundle, [-1.9, -0.5]",
+        ),
+        (
+            "name = \"one_leg\"",
+            "name = \"two_legs\"",
+            "robot \"one_leg\", this robot is \"two_legs\"",
+        ),
+        (
+            "claw = 0.6",
+            "claw = 0.5",
+            "action_scale.claw is Some(0.6) in the bundle, 0.5",
+        ),
+    ];
+    for (from, to, words) in cases {
+        assert!(FILE.contains(from), "{from}");
+        let d = difference(|t| t.replacen(from, to, 1));
+        let d = d.unwrap_or_else(|| panic!("{from} -> {to}: no difference found"));
+        assert!(d.contains(words), "{from} -> {to}: {d}");
+    }
+}
+
+#[test]
+fn two_servos_swapped_are_named_as_a_pair() {
+    // The hip and knee tables exchanged: the policy's action 0 would move the knee.
+    let d = difference(|t| {
+        let blocks: Vec<&str> = t.split("[[servo]]\n").collect();
+        let (hip, knee) = (blocks[1], blocks[2]);
+        t.replacen(
+            &format!("[[servo]]\n{hip}[[servo]]\n{knee}"),
+            &format!("[[servo]]\n{knee}[[servo]]\n{hip}"),
+            1,
+        )
+    })
+    .unwrap();
+    assert!(
+        d.contains(
+            "servos hip and knee are swapped: the bundle's action 0 is hip, this robot's is knee"
+        ),
+        "{d}"
+    );
+}
+
+#[test]
+fn a_missing_claw_is_named() {
+    // This robot has no claw servo (and its foot no claw): the bundle drives one.
+    let d = difference(|t| {
+        let start = t.find("[[servo]]\nname = \"claw\"").unwrap();
+        let end = start + t[start..].find("[[foot]]").unwrap();
+        format!("{}{}", &t[..start], &t[end..]).replace("claw = \"claw\"\n", "")
+    })
+    .unwrap();
+    assert!(
+        d.contains("the bundle drives servo claw, which this robot does not have"),
+        "{d}"
+    );
+}

@@ -92,6 +92,14 @@ pub struct RobotSection {
     pub mjcf_sha256: String,
     /// Largest action-map scale a bundle may use (rad per unit of action).
     pub max_action_scale: f64,
+    /// This robot's description (`robots/NAME/robot.toml`; relative to this file): a bundle
+    /// that carries one must agree with it servo by servo. Absent: bundles are checked by
+    /// servo names, limits and default pose only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<PathBuf>,
+    /// The description file, read at load.
+    #[serde(skip)]
+    pub description_file: Option<clawrl_robot::description::DescriptionFile>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -297,6 +305,30 @@ impl RobotSection {
     }
 }
 
+/// The description `robot.description` names, for robot `model`; errors name this config's
+/// key and the description's own file and key.
+fn load_description(
+    config: &Path,
+    file: &Path,
+    model: &str,
+) -> Result<clawrl_robot::description::DescriptionFile, ConfigError> {
+    let key_error = |reason: String| ConfigError {
+        file: config.to_path_buf(),
+        key: "robot.description".into(),
+        reason,
+    };
+    let (d, _) = clawrl_robot::description::DescriptionFile::load(file)
+        .map_err(|e| key_error(e.to_string()))?;
+    if d.robot.name != model {
+        return Err(key_error(format!(
+            "{} describes robot {:?}, robot.model is {model:?}",
+            file.display(),
+            d.robot.name
+        )));
+    }
+    Ok(d)
+}
+
 impl RuntimeConfig {
     /// What a bundle must fit to run here ([`clawrl_bundle::check_fits`]): this config's
     /// model, MJCF hash, control rate and action-scale bound, with the servo names, limits,
@@ -312,6 +344,7 @@ impl RuntimeConfig {
             control_rate_hz: self.control.rate_hz,
             max_action_scale: self.robot.max_action_scale,
             max_joint_speed: self.safety.max_joint_speed,
+            description: self.robot.description_file.clone(),
             network_kinds: crate::inference::SUPPORTED_KINDS
                 .iter()
                 .map(|k| k.to_string())
@@ -347,6 +380,11 @@ impl RuntimeConfig {
         c.install.root = rel(&c.install.root);
         c.telemetry.dir = rel(&c.telemetry.dir);
         c.install.trusted_keys = c.install.trusted_keys.iter().map(|k| rel(k)).collect();
+        if let Some(d) = c.robot.description.take() {
+            let d = rel(&d);
+            c.robot.description_file = Some(load_description(path, &d, &c.robot.model)?);
+            c.robot.description = Some(d);
+        }
         Ok(c)
     }
 

@@ -67,6 +67,7 @@ pub fn quadruped_parts(hidden: &[usize], history: usize, seed: u64) -> (Manifest
         robot: RobotInfo {
             model: quadruped::MODEL_NAME.into(),
             mjcf_sha256: "0".repeat(64),
+            description: None,
         },
         observation: ObservationSpec {
             source: ObsSource::Onboard,

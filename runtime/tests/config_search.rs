@@ -85,7 +85,7 @@ fn without_a_config_anywhere_every_subcommand_that_needs_one_names_the_paths_it_
 /// A copy of the shipped config in its own directory, with the install root and telemetry
 /// directory relative (to that directory).
 fn config_elsewhere(dir: &Path) -> std::path::PathBuf {
-    let text = std::fs::read_to_string(common::repo().join(REPO_CONFIG)).unwrap();
+    let text = common::shipped_config_text();
     let (root, log) = ("root = \"/var/lib/clawrl\"", "dir = \"/var/log/clawrl\"");
     assert!(text.contains(root) && text.contains(log), "{text}");
     let text = text

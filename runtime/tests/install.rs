@@ -759,7 +759,7 @@ fn an_install_clears_what_an_interrupted_one_left_in_the_slot() {
 fn status_and_rollback_read_the_install_root_from_the_runtime_config() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("robot root");
-    let text = std::fs::read_to_string(robot_toml()).unwrap();
+    let text = common::shipped_config_text();
     assert!(text.contains("root = \"/var/lib/clawrl\""));
     let cfg = dir.path().join("robot.toml");
     std::fs::write(

@@ -103,3 +103,29 @@ impl From<DescriptionError> for SimError {
         SimError::Description(e)
     }
 }
+
+/// The description beside an MJCF: the `robots/*/robot.toml` (under [`crate::search_roots`])
+/// whose `robot.mjcf` is that file. `None` when no description names it (cart-pole); a
+/// description that names it and does not fit it is an error, never skipped.
+pub fn for_mjcf(mjcf: &Path) -> Result<Option<LoadedRobot>, SimError> {
+    let Ok(want) = std::fs::canonicalize(mjcf) else {
+        return Ok(None);
+    };
+    for root in crate::search_roots() {
+        let Ok(dirs) = std::fs::read_dir(root.join("robots")) else {
+            continue;
+        };
+        let mut dirs: Vec<PathBuf> = dirs.flatten().map(|e| e.path()).collect();
+        dirs.sort();
+        for dir in dirs {
+            let path = dir.join("robot.toml");
+            let Ok((file, path)) = DescriptionFile::load(&path) else {
+                continue;
+            };
+            if std::fs::canonicalize(file.mjcf_path(&path)).ok().as_ref() == Some(&want) {
+                return load(&path).map(Some);
+            }
+        }
+    }
+    Ok(None)
+}

@@ -76,6 +76,8 @@ pub fn manifest(
         robot: RobotInfo {
             model: spec.onboard_layout.robot.clone(),
             mjcf_sha256: mjcf,
+            description: clawrl_sim::description::for_mjcf(&spec.model_file)?
+                .map(|r| r.description),
         },
         observation: ObservationSpec {
             source: policy.config().obs_source,

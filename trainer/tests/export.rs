@@ -126,6 +126,16 @@ fn the_manifest_describes_the_quadruped_student() {
         m.robot.mjcf_sha256,
         clawrl_bundle::file_sha256(&spec.model_file).unwrap()
     );
+    // The robot description beside the MJCF, resolved: servos by name in the action order.
+    let d = m
+        .robot
+        .description
+        .as_ref()
+        .expect("the bundle carries its robot");
+    assert_eq!(d.name, "claw_quadruped");
+    assert_eq!(d.servo_names(), map.joint_names);
+    assert_eq!(d.stand_pose(), map.default_pose);
+    assert_eq!(d.servo("FR_hip_abd").unwrap().direction, -1);
 }
 
 #[test]

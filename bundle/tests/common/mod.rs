@@ -103,6 +103,7 @@ fn manifest(
         robot: RobotInfo {
             model: layout.robot.clone(),
             mjcf_sha256: mjcf.into(),
+            description: None,
         },
         observation: ObservationSpec {
             source: ObsSource::Onboard,

@@ -16,6 +16,7 @@
 //! Servo order is the order of `[[servo]]` tables in the file: it is the action order, the
 //! observation's joint order and the order the runtime reads the bus in; the bus IDs are
 //! separate, so a robot wired in another order only changes its `id`s.
+mod compare;
 mod facts;
 mod file;
 mod scaffold;
@@ -24,6 +25,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use compare::first_difference;
 pub use facts::{ActuatorFact, JointFact, MjcfFacts};
 pub use file::{DescriptionFile, MAX_SERVOS, ServoSpec};
 pub use scaffold::scaffold;

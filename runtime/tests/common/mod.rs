@@ -65,6 +65,7 @@ pub fn quadruped_parts(seed: u64) -> (Manifest, Vec<Tensor>) {
         robot: RobotInfo {
             model: quadruped::MODEL_NAME.into(),
             mjcf_sha256: mjcf,
+            description: None,
         },
         observation: ObservationSpec {
             source: ObsSource::Onboard,
@@ -135,4 +136,17 @@ pub fn quadruped_bundle(dir: &Path, seed: u64) -> PathBuf {
 pub fn signed_quadruped_bundle(dir: &Path, name: &str, seed: u64, key: &SigningKey) -> PathBuf {
     let (m, t) = quadruped_parts(seed);
     write_bundle(&dir.join(name), &m, &t, Some(key))
+}
+
+/// The shipped runtime config's text for a copy in another folder: its relative path to the
+/// robot description made absolute (the copy's own relative paths are the test's business).
+pub fn shipped_config_text() -> String {
+    let text = std::fs::read_to_string(repo().join("configs/runtime/robot.toml")).unwrap();
+    let rel = "\"../../robots/claw_quadruped/robot.toml\"";
+    assert!(
+        text.contains(rel),
+        "the shipped config names no description"
+    );
+    let abs = repo().join("robots/claw_quadruped/robot.toml");
+    text.replace(rel, &format!("{:?}", abs.display().to_string()))
 }
