@@ -148,6 +148,44 @@ fn check_sha256_hex(field: &str, s: &str) -> Result<(), ManifestError> {
 impl Manifest {
     /// Checks the manifest against itself and against the tensors it describes. The error names
     /// the first field that fails.
+    /// The description names the model, each servo once, and the servos the action map
+    /// drives, in its order and with its default pose: it binds what the policy moves.
+    fn check_description(&self) -> Result<(), ManifestError> {
+        let Some(d) = &self.robot.description else {
+            return Ok(());
+        };
+        if d.name != self.robot.model {
+            let why = format!(
+                "{:?} differs from robot.model {:?}",
+                d.name, self.robot.model
+            );
+            return fail("robot.description.name", why);
+        }
+        let names = d.servo_names();
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return fail(
+                    "robot.description.servos",
+                    format!("servo {n} is named twice"),
+                );
+            }
+        }
+        if let Some(map) = &self.action.map {
+            if names != map.joint_names {
+                let why = format!(
+                    "servos {names:?} differ from action.map.joint_names {:?}",
+                    map.joint_names
+                );
+                return fail("robot.description.servos", why);
+            }
+            if d.stand_pose() != map.default_pose {
+                let why = "the stand pose differs from action.map.default_pose".to_string();
+                return fail("robot.description.servos", why);
+            }
+        }
+        Ok(())
+    }
+
     pub fn check(&self, tensors: &[Tensor]) -> Result<(), ManifestError> {
         if self.format_version != FORMAT_VERSION {
             return fail(
@@ -159,6 +197,8 @@ impl Manifest {
         if !self.provenance.teacher_sha256.is_empty() {
             check_sha256_hex("provenance.teacher_sha256", &self.provenance.teacher_sha256)?;
         }
+
+        self.check_description()?;
 
         let obs = &self.observation;
         if obs.layout.robot != self.robot.model {

@@ -399,3 +399,29 @@ fn rates_match_within_a_relative_tolerance_that_includes_its_bound() {
     };
     assert_eq!(check_fits(&m, &zero), Ok(()));
 }
+
+#[test]
+fn a_description_must_name_the_servos_the_action_map_drives() {
+    let (_, resolved) = shipped_description();
+    let (mut m, tensors) = quadruped();
+    m.robot.description = Some(resolved.clone());
+    m.check(&tensors).unwrap();
+    let mut swapped = resolved.clone();
+    swapped.servos.swap(0, 1);
+    m.robot.description = Some(swapped);
+    let e = m.check(&tensors).unwrap_err().to_string();
+    assert!(
+        e.contains("robot.description.servos") && e.contains("action.map.joint_names"),
+        "{e}"
+    );
+    let mut twice = resolved.clone();
+    twice.servos[1].name = twice.servos[0].name.clone();
+    m.robot.description = Some(twice);
+    let e = m.check(&tensors).unwrap_err().to_string();
+    assert!(e.contains("servo FL_hip_abd is named twice"), "{e}");
+    let mut other = resolved;
+    other.name = "biped".into();
+    m.robot.description = Some(other);
+    let e = m.check(&tensors).unwrap_err().to_string();
+    assert!(e.contains("robot.description.name"), "{e}");
+}

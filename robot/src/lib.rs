@@ -18,6 +18,7 @@
 
 pub mod board;
 pub mod quadruped;
+pub mod rate;
 pub mod rotation;
 
 #[cfg(feature = "std")]

@@ -400,7 +400,7 @@ fn a_bundle_for_another_robot_names_the_first_servo_that_differs() {
         (
             "claw = 0.6",
             "claw = 0.5",
-            "action_scale.claw is Some(0.6) in the bundle, 0.5",
+            "action_scale.claw is 0.6 in the bundle, 0.5",
         ),
     ];
     for (from, to, words) in cases {

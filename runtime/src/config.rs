@@ -317,6 +317,13 @@ fn load_description(
         key: "robot.description".into(),
         reason,
     };
+    if !file.exists() {
+        return Err(key_error(format!(
+            "{} does not exist: copy the robot's description (robots/NAME/robot.toml) onto the \
+             robot computer and name it here, relative to this file",
+            file.display()
+        )));
+    }
     let (d, _) = clawrl_robot::description::DescriptionFile::load(file)
         .map_err(|e| key_error(e.to_string()))?;
     if d.robot.name != model {

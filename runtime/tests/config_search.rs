@@ -176,3 +176,46 @@ fn the_repository_default_is_found_from_the_repository_root() {
         "{stderr}"
     );
 }
+
+/// The shipped config copied as it is to another folder (as to /etc/clawrl): its relative
+/// `robot.description` is not there, and the error says so and what to do.
+#[test]
+fn a_copied_config_without_its_description_says_what_to_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("robot.toml");
+    std::fs::copy(common::repo().join(REPO_CONFIG), &path).unwrap();
+    let e = clawrl_runtime::config::RuntimeConfig::load(&path, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("key `robot.description`")
+            && e.contains("does not exist")
+            && e.contains("copy the robot's description"),
+        "{e}"
+    );
+    // Copied beside it and named there, it loads.
+    std::fs::copy(
+        common::repo().join("robots/claw_quadruped/robot.toml"),
+        dir.path().join("claw_quadruped.toml"),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "\"../../robots/claw_quadruped/robot.toml\"",
+        "\"claw_quadruped.toml\"",
+    );
+    std::fs::write(&path, text).unwrap();
+    let c = clawrl_runtime::config::RuntimeConfig::load(&path, &[]).unwrap();
+    assert_eq!(c.robot_spec().description.unwrap().servo.len(), 16);
+    // A description of another robot is refused, naming both.
+    let other = std::fs::read_to_string(dir.path().join("claw_quadruped.toml"))
+        .unwrap()
+        .replace("name = \"claw_quadruped\"", "name = \"hexapod\"");
+    std::fs::write(dir.path().join("claw_quadruped.toml"), other).unwrap();
+    let e = clawrl_runtime::config::RuntimeConfig::load(&path, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"hexapod\"") && e.contains("robot.model is \"claw_quadruped\""),
+        "{e}"
+    );
+}

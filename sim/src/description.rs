@@ -106,11 +106,14 @@ impl From<DescriptionError> for SimError {
 
 /// The description beside an MJCF: the `robots/*/robot.toml` (under [`crate::search_roots`])
 /// whose `robot.mjcf` is that file. `None` when no description names it (cart-pole); a
-/// description that names it and does not fit it is an error, never skipped.
+/// description that names it and does not fit it is an error, never skipped, and so are two
+/// descriptions naming it. A file that does not parse cannot say which MJCF it names: it is
+/// named in a warning.
 pub fn for_mjcf(mjcf: &Path) -> Result<Option<LoadedRobot>, SimError> {
     let Ok(want) = std::fs::canonicalize(mjcf) else {
         return Ok(None);
     };
+    let mut found: Vec<PathBuf> = Vec::new();
     for root in crate::search_roots() {
         let Ok(dirs) = std::fs::read_dir(root.join("robots")) else {
             continue;
@@ -119,13 +122,36 @@ pub fn for_mjcf(mjcf: &Path) -> Result<Option<LoadedRobot>, SimError> {
         dirs.sort();
         for dir in dirs {
             let path = dir.join("robot.toml");
-            let Ok((file, path)) = DescriptionFile::load(&path) else {
+            if !path.is_file() {
                 continue;
-            };
-            if std::fs::canonicalize(file.mjcf_path(&path)).ok().as_ref() == Some(&want) {
-                return load(&path).map(Some);
+            }
+            match DescriptionFile::load(&path) {
+                Ok((file, path)) => {
+                    let names = std::fs::canonicalize(file.mjcf_path(&path)).ok();
+                    if names.as_ref() == Some(&want) {
+                        found.push(path);
+                    }
+                }
+                Err(e) => {
+                    eprintln!("warning: skipping a robot description that does not load: {e}")
+                }
             }
         }
+        // The first root that has descriptions for this MJCF is the one used.
+        if !found.is_empty() {
+            break;
+        }
     }
-    Ok(None)
+    match found.as_slice() {
+        [] => Ok(None),
+        [one] => load(one).map(Some),
+        [a, b, ..] => Err(SimError::ModelMismatch {
+            file: want,
+            reason: format!(
+                "two robot descriptions name it, {} and {}: keep one",
+                a.display(),
+                b.display()
+            ),
+        }),
+    }
 }

@@ -26,8 +26,8 @@ enum Command {
     New {
         #[arg(long, value_name = "FILE")]
         mjcf: PathBuf,
-        /// The robot's folder; robot.toml goes in it [default: robots/NAME beside the MJCF's
-        /// folder, NAME the MJCF's file stem]
+        /// The robot's folder; robot.toml goes in it [default: robots/STEM under the current
+        /// directory, STEM the MJCF's file stem]
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// Robot model name [default: the MJCF's file stem]

@@ -25,12 +25,20 @@ pub fn first_difference(bundle: &RobotDescription, robot: &DescriptionFile) -> O
         }
     }
     for (kind, scale) in &robot.action_scale {
-        if bundle.action_scale.get(kind) != Some(scale) {
-            return Some(format!(
-                "action_scale.{} is {:?} in the bundle, {scale} on this robot",
-                kind.as_str(),
-                bundle.action_scale.get(kind)
-            ));
+        match bundle.action_scale.get(kind) {
+            Some(b) if b == scale => {}
+            Some(b) => {
+                return Some(format!(
+                    "action_scale.{} is {b} in the bundle, {scale} on this robot",
+                    kind.as_str()
+                ));
+            }
+            None => {
+                return Some(format!(
+                    "action_scale.{} is missing in the bundle, {scale} on this robot",
+                    kind.as_str()
+                ));
+            }
         }
     }
     if bundle.imu.mount_rpy_deg != robot.imu.mount_rpy_deg {

@@ -63,6 +63,8 @@ pub struct DescriptionFile {
     #[serde(default)]
     pub pwm_model: BTreeMap<String, PwmModel>,
     pub servo: Vec<ServoSpec>,
+    /// A robot without feet (an arm on a bench) has none.
+    #[serde(default)]
     pub foot: Vec<Foot>,
     pub imu: Imu,
     pub trunk: Trunk,

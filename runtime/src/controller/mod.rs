@@ -371,10 +371,10 @@ impl<P: Act> Controller<P> {
     fn limit(&mut self, goal: [f64; NUM_SERVOS], limited: &mut u32) -> [f64; NUM_SERVOS] {
         let step = self.cfg.max_joint_speed / self.cfg.rate_hz;
         let mut g = goal;
-        for ((v, prev), [lo, hi]) in g.iter_mut().zip(self.last_goal).zip(self.cfg.joint_limits) {
-            let c = v.clamp(prev - step, prev + step).clamp(lo, hi);
-            *limited += u32::from(c != *v);
-            *v = c;
+        clawrl_robot::rate::limit_rate(&mut g, &self.last_goal, step);
+        for ((v, asked), [lo, hi]) in g.iter_mut().zip(goal).zip(self.cfg.joint_limits) {
+            *v = v.clamp(lo, hi);
+            *limited += u32::from(*v != asked);
         }
         self.last_goal = g;
         g

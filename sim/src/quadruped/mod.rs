@@ -279,10 +279,7 @@ impl QuadrupedEnv {
     fn rate_limited(&self, mut target: [f64; NUM_SERVOS]) -> [f64; NUM_SERVOS] {
         let speed = self.cfg.env.max_target_speed;
         if speed > 0.0 {
-            let step = speed * self.spec.control_dt;
-            for (t, last) in target.iter_mut().zip(self.target) {
-                *t = t.clamp(last - step, last + step);
-            }
+            clawrl_robot::rate::limit_rate(&mut target, &self.target, speed * self.spec.control_dt);
         }
         target
     }
