@@ -372,6 +372,7 @@ fn clawrl_root_names_where_the_robots_files_are() {
     for f in [
         "configs/task/quadruped_flat.toml",
         "sim/models/quadruped.xml",
+        "robots/claw_quadruped/robot.toml",
     ] {
         std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
         std::fs::copy(repo().join(f), root.join(f)).unwrap();

@@ -307,7 +307,7 @@ fn a_model_that_fails_to_load_names_the_file_and_the_reason() {
         "MuJoCo's reason: {msg}"
     );
 
-    // A model that loads but is not the robot names what is missing.
+    // A model that loads but that no robot description names: the error says how to write one.
     let other = clawrl_sim::models_dir().join("cartpole.xml");
     let cfg = task(
         "quadruped_flat.toml",
@@ -315,7 +315,7 @@ fn a_model_that_fails_to_load_names_the_file_and_the_reason() {
     );
     let msg = QuadrupedEnv::new(&cfg).err().unwrap().to_string();
     assert!(
-        msg.contains("cartpole.xml") && msg.contains("torso"),
+        msg.contains("cartpole.xml") && msg.contains("clawrl robot new --mjcf"),
         "{msg}"
     );
 }

@@ -72,17 +72,45 @@ impl Robot {
         if let Some(dt) = cfg.env.physics_dt {
             model.opt_mut().timestep = dt;
         }
-        let layout = Layout::new(&model, &file)?;
-        layout.check_default_pose(&model, &file)?;
-        let e = &cfg.env;
-        let action_map = ActionMap::quadruped(e.action_scale, e.claw_action_scale, e.action_clip);
+        let robot =
+            crate::description::for_mjcf(&file)?.ok_or_else(|| SimError::ModelMismatch {
+                file: file.clone(),
+                reason: format!(
+                    "no robot description (robots/NAME/robot.toml) names this MJCF: write one with \
+                 `clawrl robot new --mjcf {}`",
+                    file.display()
+                ),
+            })?;
+        let layout = Layout::new(&model, &robot)?;
+        let action_map = action_map(&robot.description, &cfg.env);
+        let default_pose = std::array::from_fn(|i| robot.description.servos[i].stand);
         Ok(Arc::new(Self {
             file,
             model: Arc::new(model),
             layout,
-            default_pose: clawrl_robot::quadruped::DEFAULT_POSE,
+            default_pose,
             action_map,
         }))
+    }
+}
+
+/// Action -> servo target from the description (names, default pose, limits) and the task's
+/// scales per joint kind: legs around the default pose, claws from open.
+fn action_map(d: &clawrl_robot::description::RobotDescription, e: &config::EnvConfig) -> ActionMap {
+    use clawrl_robot::description::JointKind;
+    ActionMap {
+        joint_names: d.servo_names(),
+        default_pose: d.stand_pose(),
+        scale: d
+            .servos
+            .iter()
+            .map(|s| match s.kind {
+                JointKind::Claw => e.claw_action_scale,
+                _ => e.action_scale,
+            })
+            .collect(),
+        clip: e.action_clip,
+        joint_limits: d.limits(),
     }
 }
 
