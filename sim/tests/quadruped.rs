@@ -908,3 +908,47 @@ fn a_fixed_command_can_hold_its_heading() {
     let e = flat.hold_heading().unwrap_err().to_string();
     assert!(e.contains("heading_gain"), "{e}");
 }
+
+/// The task reads the robot by the names its description gives, and refuses a description
+/// of another shape (until it sizes itself from one), naming what differs.
+#[test]
+fn the_layout_follows_the_description_and_refuses_another_shape() {
+    use clawrl_sim::quadruped::Layout;
+    let robot =
+        clawrl_sim::description::load(clawrl_sim::description::CLAW_QUADRUPED.as_ref()).unwrap();
+    let model = clawrl_sim::model::load(&robot.mjcf).unwrap();
+    let l = Layout::new(&model, &robot).unwrap();
+    assert_eq!(l.servo_range[2], [-2.6, -0.6]);
+
+    // A narrower limit in the description is the limit the task clamps to.
+    let mut narrow = robot.clone();
+    narrow.description.servos[2].limits = [-2.0, -0.8];
+    assert_eq!(
+        Layout::new(&model, &narrow).unwrap().servo_range[2],
+        [-2.0, -0.8]
+    );
+
+    // Twelve servos (no claws): refused with both counts.
+    let mut no_claws = robot.clone();
+    no_claws.description.servos.truncate(12);
+    let e = Layout::new(&model, &no_claws).unwrap_err().to_string();
+    assert!(
+        e.contains("has 12 servos and 4 feet") && e.contains("drives 16 and 4"),
+        "{e}"
+    );
+
+    // A claw listed among the leg joints.
+    let mut moved = robot.clone();
+    moved.description.servos.swap(0, 12);
+    let e = Layout::new(&model, &moved).unwrap_err().to_string();
+    assert!(
+        e.contains("servo FL_claw (action 0) is claw, the task expects a leg joint"),
+        "{e}"
+    );
+
+    // A renamed IMU sensor is looked up by its description's name.
+    let mut imu = robot;
+    imu.description.imu.gyro_sensor = "gyro".into();
+    let e = Layout::new(&model, &imu).unwrap_err().to_string();
+    assert!(e.contains("`gyro`"), "{e}");
+}
