@@ -17,6 +17,7 @@
 pub mod bench;
 pub mod clock;
 pub mod cmd;
+pub mod command;
 pub mod config;
 pub mod controller;
 pub mod inference;
