@@ -142,43 +142,65 @@ pub struct RewardConfig {
     pub weights: RewardWeights,
 }
 
-/// One weight per named reward term (see [`super::reward::TERMS`]).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RewardWeights {
-    pub tracking_lin_vel: f64,
-    pub tracking_ang_vel: f64,
-    pub lin_vel_z: f64,
-    pub ang_vel_xy: f64,
-    pub orientation: f64,
-    pub base_height: f64,
-    pub action_rate: f64,
-    pub energy: f64,
-    pub feet_air_time: f64,
-    pub claw_use: f64,
+/// Declares [`RewardWeights`] and [`REWARD_TERMS`] from one list, so each term's name is
+/// typed once: the weight's key in the task file, the field, the term's name in metrics.
+macro_rules! reward_weights {
+    ($( $(#[$attr:meta])* $name:ident ),* $(,)?) => {
+        /// One weight per named reward term, in the order of [`REWARD_TERMS`].
+        #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+        #[serde(deny_unknown_fields)]
+        pub struct RewardWeights {
+            $( $(#[$attr])* pub $name: f64, )*
+        }
+
+        /// Term names, in the order of `reward::terms` and [`RewardWeights::named`].
+        pub const REWARD_TERMS: &[&str] = &[ $( stringify!($name) ),* ];
+
+        impl RewardWeights {
+            /// (term name, weight), in the order of [`REWARD_TERMS`].
+            pub fn named(&self) -> [(&'static str, f64); NUM_TERMS] {
+                [ $( (stringify!($name), self.$name) ),* ]
+            }
+        }
+    };
+}
+
+reward_weights! {
+    tracking_lin_vel,
+    tracking_ang_vel,
+    lin_vel_z,
+    ang_vel_xy,
+    orientation,
+    base_height,
+    action_rate,
+    energy,
+    feet_air_time,
+    claw_use,
     /// Added after the first teachers: a task file from before them (a shipped run's
     /// config.toml) loads with 0, the reward it was trained with.
     #[serde(default)]
-    pub trot_contact: f64,
+    trot_contact,
     #[serde(default)]
-    pub claw_idle: f64,
+    claw_idle,
     /// Added with the trot teacher: older task files load with 0, as for `trot_contact`.
     #[serde(default)]
-    pub duty_balance: f64,
+    duty_balance,
     #[serde(default)]
-    pub joint_pose: f64,
+    joint_pose,
     /// Added with the field's gait recipe (MuJoCo Playground's Go1): older task files load
     /// with 0.
     #[serde(default)]
-    pub feet_clearance: f64,
+    feet_clearance,
     #[serde(default)]
-    pub feet_slip: f64,
+    feet_slip,
     #[serde(default)]
-    pub stand_still: f64,
+    stand_still,
     #[serde(default)]
-    pub stand_still_feet: f64,
-    pub termination: f64,
+    stand_still_feet,
+    termination,
 }
+
+pub const NUM_TERMS: usize = REWARD_TERMS.len();
 
 fn default_swing_height() -> f64 {
     0.05
@@ -433,32 +455,5 @@ impl Validate for TaskConfig {
             }
         }
         Ok(())
-    }
-}
-
-impl RewardWeights {
-    /// (term name, weight), in the order of [`super::reward::TERMS`].
-    pub fn named(&self) -> [(&'static str, f64); super::reward::NUM_TERMS] {
-        [
-            ("tracking_lin_vel", self.tracking_lin_vel),
-            ("tracking_ang_vel", self.tracking_ang_vel),
-            ("lin_vel_z", self.lin_vel_z),
-            ("ang_vel_xy", self.ang_vel_xy),
-            ("orientation", self.orientation),
-            ("base_height", self.base_height),
-            ("action_rate", self.action_rate),
-            ("energy", self.energy),
-            ("feet_air_time", self.feet_air_time),
-            ("claw_use", self.claw_use),
-            ("trot_contact", self.trot_contact),
-            ("claw_idle", self.claw_idle),
-            ("duty_balance", self.duty_balance),
-            ("joint_pose", self.joint_pose),
-            ("feet_clearance", self.feet_clearance),
-            ("feet_slip", self.feet_slip),
-            ("stand_still", self.stand_still),
-            ("stand_still_feet", self.stand_still_feet),
-            ("termination", self.termination),
-        ]
     }
 }

@@ -5,29 +5,9 @@ use super::layout::{NUM_FEET, NUM_LEG_SERVOS};
 use super::math::Vec3;
 use clawrl_robot::quadruped::DEFAULT_POSE;
 
-/// Term names, in the order of [`terms`] and [`RewardWeights::named`].
-pub const TERMS: [&str; 19] = [
-    "tracking_lin_vel",
-    "tracking_ang_vel",
-    "lin_vel_z",
-    "ang_vel_xy",
-    "orientation",
-    "base_height",
-    "action_rate",
-    "energy",
-    "feet_air_time",
-    "claw_use",
-    "trot_contact",
-    "claw_idle",
-    "duty_balance",
-    "joint_pose",
-    "feet_clearance",
-    "feet_slip",
-    "stand_still",
-    "stand_still_feet",
-    "termination",
-];
-pub const NUM_TERMS: usize = TERMS.len();
+/// Term names, in the order of [`terms`] and [`RewardWeights::named`] (declared once, with
+/// the weights, in the config module).
+pub use super::config::{NUM_TERMS, REWARD_TERMS as TERMS};
 
 /// What the reward looks at after one control step.
 #[derive(Debug, Clone, Default)]
