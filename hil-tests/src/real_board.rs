@@ -33,8 +33,9 @@ use crate::faults::{Direction, Faults};
 use crate::framer::{Framer, Unit};
 use crate::line::{BridgeConfig, Event, Port, Sample, Trace};
 
-/// The firmware's servo count: the robot's, and what [`HilBoard::open`] checks for.
-pub const SERVOS: usize = 16;
+/// The firmware's servo count: the robot's, and what [`HilBoard::open`] checks for (one
+/// number, the protocol's; issue 41 makes it a maximum and a live count).
+pub const SERVOS: usize = clawrl_protocol::units::ids::SERVO_COUNT;
 /// How long a runtime packet may wait for the board's answer (a status packet of at most
 /// 212 bytes at 1 Mbaud is 2 ms on the wire; the rest is the host's scheduling).
 const ANSWER_WAIT: Duration = Duration::from_millis(15);

@@ -7,7 +7,8 @@
 
 pub const LEGS: [&str; 4] = ["FL", "FR", "RL", "RR"];
 pub const LEG_JOINTS: [&str; 3] = ["hip_abd", "hip_pitch", "knee"];
-pub const NUM_SERVOS: usize = 16;
+/// The protocol's servo count: one number for the robot, the wire and the firmware's tables.
+pub const NUM_SERVOS: usize = clawrl_protocol::units::ids::SERVO_COUNT;
 pub const NUM_LEG_SERVOS: usize = 12;
 pub const NUM_FEET: usize = 4;
 /// Robot model name, as recorded in a policy bundle.
