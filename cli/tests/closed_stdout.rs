@@ -110,6 +110,18 @@ fn verify() {
 }
 
 #[test]
+fn robot_check_and_new() {
+    ends_quietly(clawrl(["robot", "check", "robots/claw_quadruped"]));
+    let dir = tmp("robot-new");
+    let mut c = clawrl(["robot", "new", "--mjcf", "robots/pup12/pup12.xml", "--out"]);
+    c.arg(dir.join("pup"));
+    ends_quietly(c);
+    // It wrote the description before its one line went nowhere.
+    assert!(dir.join("pup/robot.toml").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn keygen() {
     let dir = tmp("keygen");
     let mut c = clawrl(["keygen", "--out"]);

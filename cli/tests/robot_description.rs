@@ -163,3 +163,19 @@ fn new_says_what_an_mjcf_lacks() {
     ]));
     assert!(err.contains("/nonexistent/x.xml"), "{err}");
 }
+
+/// Every robot shipped under robots/ checks clean: a description that stops fitting its MJCF
+/// (or keeps a TODO) fails here, not on a user's machine.
+#[test]
+fn every_shipped_robot_checks() {
+    let mut robots: Vec<_> = std::fs::read_dir(repo().join("robots"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    robots.sort();
+    assert!(robots.len() >= 2, "{robots:?}");
+    for dir in robots {
+        let (out, _) = ok(&mut clawrl(&["robot", "check", dir.to_str().unwrap()]));
+        assert!(out.contains("OK:"), "{}: {out}", dir.display());
+    }
+}
