@@ -174,8 +174,14 @@ fn every_shipped_robot_checks() {
         .collect();
     robots.sort();
     assert!(robots.len() >= 2, "{robots:?}");
-    for dir in robots {
+    for dir in &robots {
         let (out, _) = ok(&mut clawrl(&["robot", "check", dir.to_str().unwrap()]));
         assert!(out.contains("OK:"), "{}: {out}", dir.display());
     }
+    // pup12's bus is numbered FR, FL, RR, RL: the wiring order, by ID.
+    let (out, _) = ok(clawrl(&["robot", "check", "robots/pup12"]).current_dir(repo()));
+    assert!(
+        out.contains("bus IDs: 1 FR_hip_abd, 2 FR_hip_pitch, 3 FR_knee, 4 FL_hip_abd,"),
+        "{out}"
+    );
 }

@@ -55,6 +55,7 @@ fn check(path: &Path) -> Result<()> {
         loaded.mjcf.display()
     );
     print_servos(d);
+    print_bus_order(d);
     print_parts(d);
     let todo = &loaded.file.robot.todo;
     if !todo.is_empty() {
@@ -99,6 +100,15 @@ fn print_servos(d: &RobotDescription) {
             s.model
         );
     }
+}
+
+/// The servos by bus ID: the order to wire and number them in, which differs from the action
+/// order when the board numbers the bus otherwise.
+fn print_bus_order(d: &RobotDescription) {
+    let mut by_id: Vec<_> = d.servos.iter().map(|s| (s.id, s.name.as_str())).collect();
+    by_id.sort();
+    let order: Vec<String> = by_id.iter().map(|(id, n)| format!("{id} {n}")).collect();
+    println!("\nbus IDs: {}", order.join(", "));
 }
 
 fn print_parts(d: &RobotDescription) {
