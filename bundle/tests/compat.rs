@@ -4,7 +4,7 @@
 mod common;
 
 use clawrl_bundle::*;
-use clawrl_robot::description::{DescriptionFile, RobotDescription, Servo};
+use clawrl_robot::description::{DescriptionFile, RobotDescription};
 use clawrl_robot::{OnboardLayout, quadruped};
 use common::*;
 
@@ -36,30 +36,12 @@ fn shipped_description() -> (DescriptionFile, RobotDescription) {
         .servo
         .iter()
         .enumerate()
-        .map(|(i, s)| Servo {
-            name: s.name.clone(),
-            id: s.id,
-            joint: s.joint.clone(),
-            kind: s.kind,
-            direction: s.direction,
-            offset_rad: s.offset_rad,
-            limits: quadruped::JOINT_LIMITS[i],
-            stand: quadruped::DEFAULT_POSE[i],
-            rest: quadruped::REST_POSE[i],
-            model: s.model.clone(),
-            pwm: s.pwm.clone(),
+        .map(|(i, s)| {
+            let (stand, rest) = (quadruped::DEFAULT_POSE[i], quadruped::REST_POSE[i]);
+            s.resolved(quadruped::JOINT_LIMITS[i], stand, rest)
         })
         .collect();
-    let resolved = RobotDescription {
-        name: file.robot.name.clone(),
-        servos,
-        servo_models: file.servo_model.clone(),
-        pwm_models: file.pwm_model.clone(),
-        feet: file.foot.clone(),
-        imu: file.imu.clone(),
-        trunk: file.trunk.clone(),
-        action_scale: file.action_scale.clone(),
-    };
+    let resolved = file.with_servos(servos);
     (file, resolved)
 }
 

@@ -31,8 +31,17 @@ pub fn load(path: &Path) -> Result<LoadedRobot, SimError> {
     let mjcf = file.mjcf_path(&path);
     let mjcf = std::fs::canonicalize(&mjcf).unwrap_or(mjcf);
     let model = crate::model::load(&mjcf)?;
-    let facts = facts(&model, &mjcf);
-    let description = file.resolve(&path, &facts)?;
+    resolve_with(file, path, mjcf, &model)
+}
+
+/// `file` (read from `path`) resolved against `model`, the MJCF `mjcf` compiled.
+fn resolve_with(
+    file: DescriptionFile,
+    path: PathBuf,
+    mjcf: PathBuf,
+    model: &MjModel,
+) -> Result<LoadedRobot, SimError> {
+    let description = file.resolve(&path, &facts(model, &mjcf))?;
     Ok(LoadedRobot {
         description,
         file,
@@ -104,16 +113,35 @@ impl From<DescriptionError> for SimError {
     }
 }
 
-/// The description beside an MJCF: the `robots/*/robot.toml` (under [`crate::search_roots`])
-/// whose `robot.mjcf` is that file. `None` when no description names it (cart-pole); a
-/// description that names it and does not fit it is an error, never skipped, and so are two
-/// descriptions naming it. A file that does not parse cannot say which MJCF it names: it is
-/// named in a warning.
+/// The description beside an MJCF, resolved: the `robots/*/robot.toml` (under
+/// [`crate::search_roots`]) whose `robot.mjcf` is that file. `None` when no description names
+/// it (cart-pole); a description that names it and does not fit it is an error, never
+/// skipped, and so are two descriptions naming it. A file that does not parse cannot say
+/// which MJCF it names: it is named in a warning.
 pub fn for_mjcf(mjcf: &Path) -> Result<Option<LoadedRobot>, SimError> {
+    match find(mjcf)? {
+        Some((file, path, mjcf)) => {
+            let model = crate::model::load(&mjcf)?;
+            resolve_with(file, path, mjcf, &model).map(Some)
+        }
+        None => Ok(None),
+    }
+}
+
+/// As [`for_mjcf`], for an MJCF already compiled into `model` (not compiled again).
+pub fn for_model(mjcf: &Path, model: &MjModel) -> Result<Option<LoadedRobot>, SimError> {
+    match find(mjcf)? {
+        Some((file, path, mjcf)) => resolve_with(file, path, mjcf, model).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The description naming `mjcf`: the file, its path and the MJCF's canonical path.
+fn find(mjcf: &Path) -> Result<Option<(DescriptionFile, PathBuf, PathBuf)>, SimError> {
     let Ok(want) = std::fs::canonicalize(mjcf) else {
         return Ok(None);
     };
-    let mut found: Vec<PathBuf> = Vec::new();
+    let mut found: Vec<(DescriptionFile, PathBuf)> = Vec::new();
     for root in crate::search_roots() {
         let Ok(dirs) = std::fs::read_dir(root.join("robots")) else {
             continue;
@@ -129,7 +157,7 @@ pub fn for_mjcf(mjcf: &Path) -> Result<Option<LoadedRobot>, SimError> {
                 Ok((file, path)) => {
                     let names = std::fs::canonicalize(file.mjcf_path(&path)).ok();
                     if names.as_ref() == Some(&want) {
-                        found.push(path);
+                        found.push((file, path));
                     }
                 }
                 Err(e) => {
@@ -142,15 +170,18 @@ pub fn for_mjcf(mjcf: &Path) -> Result<Option<LoadedRobot>, SimError> {
             break;
         }
     }
-    match found.as_slice() {
-        [] => Ok(None),
-        [one] => load(one).map(Some),
-        [a, b, ..] => Err(SimError::ModelMismatch {
+    match found.len() {
+        0 => Ok(None),
+        1 => {
+            let (file, path) = found.pop().expect("one");
+            Ok(Some((file, path, want)))
+        }
+        _ => Err(SimError::ModelMismatch {
             file: want,
             reason: format!(
                 "two robot descriptions name it, {} and {}: keep one",
-                a.display(),
-                b.display()
+                found[0].1.display(),
+                found[1].1.display()
             ),
         }),
     }

@@ -108,7 +108,13 @@ impl DescriptionFile {
             .collect::<Result<Vec<_>, _>>()
             .map_err(mismatch)?;
         check_named_parts(self, m).map_err(mismatch)?;
-        Ok(RobotDescription {
+        Ok(self.with_servos(servos))
+    }
+
+    /// The resolved description, given its servos resolved (one per `[[servo]]`, in order);
+    /// everything else is the file's.
+    pub fn with_servos(&self, servos: Vec<Servo>) -> RobotDescription {
+        RobotDescription {
             name: self.robot.name.clone(),
             servos,
             servo_models: self.servo_model.clone(),
@@ -117,7 +123,26 @@ impl DescriptionFile {
             imu: self.imu.clone(),
             trunk: self.trunk.clone(),
             action_scale: self.action_scale.clone(),
-        })
+        }
+    }
+}
+
+impl ServoSpec {
+    /// This servo with the numbers the MJCF holds (or the file narrowed) filled in.
+    pub fn resolved(&self, limits: [f64; 2], stand: f64, rest: f64) -> Servo {
+        Servo {
+            name: self.name.clone(),
+            id: self.id,
+            joint: self.joint.clone(),
+            kind: self.kind,
+            direction: self.direction,
+            offset_rad: self.offset_rad,
+            limits,
+            stand,
+            rest,
+            model: self.model.clone(),
+            pwm: self.pwm.clone(),
+        }
     }
 }
 
@@ -225,19 +250,7 @@ fn resolve_servo(d: &DescriptionFile, s: &ServoSpec, m: &MjcfFacts) -> Result<Se
             ));
         }
     };
-    Ok(Servo {
-        name: s.name.clone(),
-        id: s.id,
-        joint: s.joint.clone(),
-        kind: s.kind,
-        direction: s.direction,
-        offset_rad: s.offset_rad,
-        limits,
-        stand: inside("stand", stand)?,
-        rest: inside("rest", rest)?,
-        model: s.model.clone(),
-        pwm: s.pwm.clone(),
-    })
+    Ok(s.resolved(limits, inside("stand", stand)?, inside("rest", rest)?))
 }
 
 /// Feet, IMU and trunk: every body, geom, site, sensor and actuator they name exists.

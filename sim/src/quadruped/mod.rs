@@ -72,15 +72,16 @@ impl Robot {
         if let Some(dt) = cfg.env.physics_dt {
             model.opt_mut().timestep = dt;
         }
-        let robot =
-            crate::description::for_mjcf(&file)?.ok_or_else(|| SimError::ModelMismatch {
+        let robot = crate::description::for_model(&file, &model)?.ok_or_else(|| {
+            SimError::ModelMismatch {
                 file: file.clone(),
                 reason: format!(
                     "no robot description (robots/NAME/robot.toml) names this MJCF: write one with \
                  `clawrl robot new --mjcf {}`",
                     file.display()
                 ),
-            })?;
+            }
+        })?;
         let layout = Layout::new(&model, &robot)?;
         let action_map = action_map(&robot.description, &cfg.env);
         let default_pose = std::array::from_fn(|i| robot.description.servos[i].stand);
