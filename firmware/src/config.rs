@@ -38,10 +38,14 @@ impl SafeBehaviour {
     }
 }
 
-/// One servo's joint limits (the hard ones: nothing the runtime writes widens them), pulse
-/// calibration and the pose it starts from.
+/// One servo's bus ID, joint limits (the hard ones: nothing the runtime writes widens them) and
+/// pulse calibration. The servo's slot (its index in [`FirmwareConfig::servos`]) is the robot's
+/// servo order; the ID is what it answers to on the bus, in whatever order the robot is wired.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ServoConfig {
+    pub id: u8,
+    /// The PWM output (and feedback input) the servo is wired to.
+    pub channel: u8,
     pub min_rad: f32,
     pub max_rad: f32,
     pub calibration: PulseCalibration,
@@ -50,6 +54,8 @@ pub struct ServoConfig {
 impl ServoConfig {
     pub const fn new(min_rad: f32, max_rad: f32) -> Self {
         Self {
+            id: 0,
+            channel: 0,
             min_rad,
             max_rad,
             calibration: PulseCalibration::DS3230,
@@ -116,6 +122,10 @@ impl FirmwareConfig {
         for (i, servo) in servos.iter_mut().take(12).enumerate() {
             *servo = leg[i % 3];
         }
+        for (i, servo) in servos.iter_mut().enumerate() {
+            servo.id = clawrl_protocol::units::ids::servo_id(i);
+            servo.channel = i as u8;
+        }
         // Right-side legs are mirrored: their abduction servos turn the other way.
         servos[3].calibration.reversed = true;
         servos[9].calibration.reversed = true;
@@ -138,6 +148,89 @@ impl FirmwareConfig {
             feedback_margin_rad: 0.5,
             feedback_fail_ticks: 10,
         }
+    }
+
+    /// The board of the robot `description` describes: each servo's bus ID, PWM channel, limits
+    /// and pulse law (direction and zero offset included) from its `[[servo]]` table, in the
+    /// description's servo order; the board's own figures (rates, watchdog, supply) as
+    /// [`FirmwareConfig::claw_foot`]. The MCU image keeps the table it was built with.
+    #[cfg(feature = "std")]
+    pub fn from_description(
+        description: &clawrl_robot::description::RobotDescription,
+    ) -> Result<Self, String> {
+        let mut config = Self::claw_foot();
+        if description.servos.len() != SERVO_COUNT {
+            return Err(format!(
+                "robot {:?} has {} servos; this board drives {SERVO_COUNT}",
+                description.name,
+                description.servos.len()
+            ));
+        }
+        for (slot, s) in config.servos.iter_mut().zip(&description.servos) {
+            let pwm = s
+                .pwm
+                .as_ref()
+                .ok_or_else(|| format!("servo {:?} has no `pwm` (channel and model)", s.name))?;
+            let law = description
+                .pwm_models
+                .get(&pwm.model)
+                .ok_or_else(|| format!("servo {:?}: no [pwm_model.{}]", s.name, pwm.model))?;
+            if usize::from(pwm.channel) >= SERVO_COUNT {
+                return Err(format!(
+                    "servo {:?}: channel {} (this board has {SERVO_COUNT})",
+                    s.name, pwm.channel
+                ));
+            }
+            *slot = ServoConfig {
+                id: s.id,
+                channel: pwm.channel,
+                min_rad: s.limits[0] as f32,
+                max_rad: s.limits[1] as f32,
+                calibration: PulseCalibration {
+                    center_us: law.center_us as f32,
+                    us_per_rad: law.us_per_rad as f32,
+                    trim_rad: s.offset_rad as f32,
+                    reversed: s.direction < 0,
+                    min_us: law.min_us as f32,
+                    max_us: law.max_us as f32,
+                },
+            };
+        }
+        if let Err((i, id)) = config.check_ids() {
+            let name = &description.servos[i].name;
+            let other = description.servos[..i].iter().find(|s| s.id == id);
+            return Err(match other {
+                Some(o) => format!("servo {name:?}: bus ID {id} is servo {:?}'s too", o.name),
+                None => format!(
+                    "servo {name:?}: bus ID {id} is not a servo's (0, the board's 100, 253-255)"
+                ),
+            });
+        }
+        for (i, s) in config.servos.iter().enumerate() {
+            if config.servos[..i].iter().any(|o| o.channel == s.channel) {
+                let name = &description.servos[i].name;
+                return Err(format!("servo {name:?}: channel {} is taken", s.channel));
+            }
+        }
+        Ok(config)
+    }
+
+    /// The slot of the servo that answers to bus ID `id`.
+    pub fn slot_of(&self, id: u8) -> Option<usize> {
+        self.servos.iter().position(|s| s.id == id)
+    }
+
+    /// Why a servo table cannot run: an ID used twice, or one that is not a servo's (0, the
+    /// board's, broadcast). Checked where a configuration is built from a description.
+    pub fn check_ids(&self) -> Result<(), (usize, u8)> {
+        use clawrl_protocol::units::ids::BOARD;
+        for (i, s) in self.servos.iter().enumerate() {
+            let taken = self.servos[..i].iter().any(|o| o.id == s.id);
+            if taken || s.id == 0 || s.id == BOARD || s.id >= clawrl_protocol::BROADCAST_ID - 1 {
+                return Err((i, s.id));
+            }
+        }
+        Ok(())
     }
 
     /// Largest step of the commanded position in one tick.

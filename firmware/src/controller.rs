@@ -165,7 +165,8 @@ impl Controller {
             self.safety
                 .check(now_us, &health, &self.config, self.fault_inject as u16)
         {
-            self.fault_log.record(tripped, now_us);
+            let servo_id = tripped.servo.map_or(0, |i| self.config.servos[i].id);
+            self.fault_log.record(tripped, servo_id, now_us);
             self.flag_servo_errors(tripped);
         }
         self.outputs(dt_s)

@@ -1,5 +1,6 @@
-//! Answers instruction packets as 17 devices: 16 servos (IDs 1-16) and the board (ID 100).
-//! Every answer goes out through `send` as a finished status packet.
+//! Answers instruction packets as 17 devices: 16 servos (the IDs of the config's servo table,
+//! 1-16 on the shipped robot) and the board (ID 100). Every answer goes out through `send` as a
+//! finished status packet.
 
 use crate::controller::Controller;
 use crate::tables::MAX_TABLE_LEN;
@@ -21,42 +22,39 @@ pub enum Device {
     Board,
 }
 
-impl Device {
-    pub fn from_id(id: u8) -> Option<Self> {
+impl Controller {
+    /// The device that answers to bus ID `id`, through the config's servo table.
+    pub fn device(&self, id: u8) -> Option<Device> {
         if id == ids::BOARD {
             return Some(Device::Board);
         }
-        ids::servo_index(id).map(Device::Servo)
+        self.config.slot_of(id).map(Device::Servo)
     }
 
-    pub fn id(self) -> u8 {
-        match self {
-            Device::Servo(i) => ids::servo_id(i),
+    pub fn device_id(&self, device: Device) -> u8 {
+        match device {
+            Device::Servo(i) => self.config.servos[i].id,
             Device::Board => ids::BOARD,
         }
     }
 
     /// Every device, in ID order (the order broadcast PING answers come in).
-    pub fn all() -> impl Iterator<Item = Device> {
-        (0..ids::SERVO_COUNT)
-            .map(Device::Servo)
-            .chain(core::iter::once(Device::Board))
+    pub fn devices(&self) -> impl Iterator<Item = Device> + '_ {
+        (0..BROADCAST_ID).filter_map(|id| self.device(id))
     }
-}
 
-impl Controller {
     /// Whether a packet is for this board at all (the watchdog is fed only by those).
-    pub fn is_for_us(packet: &Packet<'_>) -> bool {
-        packet.id == BROADCAST_ID || Device::from_id(packet.id).is_some()
+    pub fn is_for_us(&self, packet: &Packet<'_>) -> bool {
+        packet.id == BROADCAST_ID || self.device(packet.id).is_some()
     }
 
     /// Handles one decoded packet; answers go to `send`.
     pub fn handle(&mut self, packet: &Packet<'_>, now_us: u64, send: &mut dyn FnMut(&[u8])) {
-        if !Self::is_for_us(packet) || packet.instruction == Instruction::Status as u8 {
+        if !self.is_for_us(packet) || packet.instruction == Instruction::Status as u8 {
             return;
         }
         self.note_traffic(now_us);
-        let target = Device::from_id(packet.id);
+        let target = self.device(packet.id);
         self.feed_bus_watchdogs(target, now_us);
         match Command::parse(packet) {
             Ok(command) => self.dispatch(target, command, send),
@@ -93,7 +91,7 @@ impl Controller {
     ) {
         match (command, target) {
             (Command::Ping, Some(d)) => self.reply_ping(d, send),
-            (Command::Ping, None) => Device::all().for_each(|d| self.reply_ping(d, send)),
+            (Command::Ping, None) => self.devices().for_each(|d| self.reply_ping(d, send)),
             (Command::Read { address, length }, Some(d)) => {
                 self.reply_read(d, address, length, send)
             }
@@ -155,7 +153,12 @@ impl Controller {
             Err(code) => (code as u8, &[][..]),
         };
         let mut buf = [0u8; RESPONSE_CAPACITY];
-        if let Ok(n) = encode_status(&mut buf, device.id(), error | self.alert(device), data) {
+        if let Ok(n) = encode_status(
+            &mut buf,
+            self.device_id(device),
+            error | self.alert(device),
+            data,
+        ) {
             send(&buf[..n]);
         }
     }
@@ -195,14 +198,14 @@ impl Controller {
     }
 
     fn reply_sync_read(&self, r: SyncRead<'_>, send: &mut dyn FnMut(&[u8])) {
-        for device in r.ids.iter().filter_map(|&id| Device::from_id(id)) {
+        for device in r.ids.iter().filter_map(|&id| self.device(id)) {
             self.reply_read(device, r.address, r.length, send);
         }
     }
 
     fn reply_bulk_read(&self, r: BulkRead<'_>, send: &mut dyn FnMut(&[u8])) {
         for e in r.entries() {
-            if let Some(device) = Device::from_id(e.id) {
+            if let Some(device) = self.device(e.id) {
                 self.reply_read(device, e.address, e.length, send);
             }
         }
@@ -214,7 +217,7 @@ impl Controller {
     fn reply_fast_sync_read(&self, r: SyncRead<'_>, send: &mut dyn FnMut(&[u8])) {
         let mut buf = [0u8; RESPONSE_CAPACITY];
         let mut w = PacketWriter::new(&mut buf, BROADCAST_ID, Instruction::Status);
-        let devices = r.ids.iter().filter_map(|&id| Device::from_id(id));
+        let devices = r.ids.iter().filter_map(|&id| self.device(id));
         let count = devices.clone().count();
         // Refuse before doing any work an answer that cannot fit: a hostile length must not
         // cost the control loop a long zero-fill.
@@ -228,7 +231,7 @@ impl Controller {
                 // A device that cannot answer still fills its slot, so the shares stay aligned.
                 Err(code) => (code as u8 | self.alert(device), &[][..]),
             };
-            let head = [error, device.id()];
+            let head = [error, self.device_id(device)];
             w.push(&head);
             w.push(data);
             if data.is_empty() {
@@ -253,7 +256,7 @@ impl Controller {
 
     fn apply_sync_write(&mut self, w: SyncWrite<'_>) {
         for (id, data) in w.entries() {
-            if let Some(device) = Device::from_id(id) {
+            if let Some(device) = self.device(id) {
                 let _ = self.write(device, w.address, data);
             }
         }
@@ -261,7 +264,7 @@ impl Controller {
 
     fn apply_bulk_write(&mut self, w: BulkWrite<'_>) {
         for e in w.entries() {
-            if let Some(device) = Device::from_id(e.id) {
+            if let Some(device) = self.device(e.id) {
                 let _ = self.write(device, e.address, e.data);
             }
         }

@@ -58,7 +58,7 @@ where
             let _ = hw.outputs.set(i, None);
         }
         let now = hw.clock.now_us();
-        let sensors = read_sensors(&mut hw);
+        let sensors = read_sensors(&mut hw, controller.config());
         controller.tick(now, &sensors);
         controller.finish_boot();
         let next_tick_us = now + controller.config().tick_us as u64;
@@ -130,18 +130,20 @@ where
 
     fn tick(&mut self, now: u64) {
         self.hw.watchdog.feed();
-        let sensors = read_sensors(&mut self.hw);
+        let sensors = read_sensors(&mut self.hw, self.controller.config());
         let pulses = self.controller.tick(now, &sensors);
-        apply(&mut self.hw.outputs, &pulses);
+        apply(&mut self.hw.outputs, &pulses, self.controller.config());
     }
 }
 
+/// Each servo's feedback, in slot order, from the input its channel is wired to.
 fn read_sensors<S, P, F: ServoFeedback, I: Imu, M: SupplyMonitor, C, W>(
     hw: &mut Hardware<S, P, F, I, M, C, W>,
+    config: &FirmwareConfig,
 ) -> Sensors {
     let mut servos = [Default::default(); SERVO_COUNT];
-    for (i, s) in servos.iter_mut().enumerate() {
-        *s = hw.feedback.sample(i);
+    for (s, c) in servos.iter_mut().zip(&config.servos) {
+        *s = hw.feedback.sample(usize::from(c.channel));
     }
     Sensors {
         servos,
@@ -150,8 +152,13 @@ fn read_sensors<S, P, F: ServoFeedback, I: Imu, M: SupplyMonitor, C, W>(
     }
 }
 
-fn apply<P: SetDutyCycle>(outputs: &mut ServoOutputs<P, SERVO_COUNT>, pulses: &Pulses) {
-    for (i, pulse) in pulses.iter().enumerate() {
-        let _ = outputs.set(i, *pulse);
+/// Each slot's pulse on the output its channel is wired to.
+fn apply<P: SetDutyCycle>(
+    outputs: &mut ServoOutputs<P, SERVO_COUNT>,
+    pulses: &Pulses,
+    config: &FirmwareConfig,
+) {
+    for (pulse, c) in pulses.iter().zip(&config.servos) {
+        let _ = outputs.set(usize::from(c.channel), *pulse);
     }
 }

@@ -251,9 +251,9 @@ pub struct FaultLog {
 }
 
 impl FaultLog {
-    pub fn record(&mut self, tripped: Tripped, now_us: u64) {
+    /// Records a fault; `servo_id` is the bus ID of the servo it names (0: none).
+    pub fn record(&mut self, tripped: Tripped, servo_id: u8, now_us: u64) {
         let code = tripped.flag.trailing_zeros() as u8;
-        let servo_id = tripped.servo.map_or(0, |i| i as u8 + 1);
         let slot = self.count as usize % self.entries.len();
         self.entries[slot] = (code, servo_id, (now_us / 1000) as u32);
         self.count = self.count.wrapping_add(1);

@@ -55,7 +55,7 @@ impl Controller {
             &servo::MODEL_NUMBER.to_le_bytes(),
         );
         put(out, servo::FIRMWARE_VERSION, &[FIRMWARE_VERSION]);
-        put(out, servo::ID, &[ids::servo_id(index)]);
+        put(out, servo::ID, &[self.config.servos[index].id]);
         // Baud rate register 7 = 4.5 Mbaud in X-series codes; the virtual board ignores it.
         put(out, servo::BAUD_RATE, &[4]);
         put(out, servo::OPERATING_MODE, &[servo::POSITION_CONTROL_MODE]);

@@ -54,8 +54,8 @@ impl Bridge {
         let thread = std::thread::Builder::new()
             .name("hil-bridge".into())
             .spawn(move || {
-                let board = SteppedBoard::new(firmware.clone(), body()?);
-                Loop::new(board, port, firmware, cfg, now2).run(&stop2)
+                let board = SteppedBoard::new(firmware, body()?);
+                Loop::new(board, port, cfg, now2).run(&stop2)
             })?;
         Ok(Self {
             link,
@@ -71,7 +71,6 @@ impl Bridge {
     pub fn spawn_real(
         dir: &Path,
         board: &BoardPort,
-        firmware: FirmwareConfig,
         body: impl FnOnce() -> Result<MujocoBody> + Send + 'static,
         cfg: BridgeConfig,
     ) -> Result<Self> {
@@ -100,16 +99,8 @@ impl Bridge {
                         return Ok(Trace::default());
                     }
                 };
-                crate::real_board::RealLoop::new(
-                    board,
-                    body,
-                    port,
-                    &firmware,
-                    cfg,
-                    exchange_us,
-                    now2,
-                )
-                .run(&stop2)
+                crate::real_board::RealLoop::new(board, body, port, cfg, exchange_us, now2)
+                    .run(&stop2)
             })?;
         ready_rx
             .recv()
@@ -158,7 +149,6 @@ type Queue = VecDeque<(f64, Vec<u8>)>;
 struct Loop {
     board: SteppedBoard<MujocoBody>,
     port: Port,
-    firmware: FirmwareConfig,
     cfg: BridgeConfig,
     faults: Faults,
     to_board: Framer,
@@ -179,7 +169,6 @@ impl Loop {
     fn new(
         board: SteppedBoard<MujocoBody>,
         port: Port,
-        firmware: FirmwareConfig,
         cfg: BridgeConfig,
         published: Arc<AtomicU64>,
     ) -> Self {
@@ -188,7 +177,6 @@ impl Loop {
         Self {
             board,
             port,
-            firmware,
             faults: Faults::new(cfg.faults.clone(), cfg.fault_seed),
             cfg,
             to_board: Framer::default(),
@@ -317,19 +305,13 @@ impl Loop {
 
     /// The board and the body for `us`, every output checked against the joint limits.
     fn advance(&mut self, us: u64) {
-        let limits: Vec<[f32; 2]> = self
-            .firmware
-            .servos
-            .iter()
-            .map(|s| [s.min_rad, s.max_rad])
-            .collect();
         let (mut checked, mut outside) = (0u64, 0u64);
         self.board.advance(us, |o, body| {
-            for (i, p) in o.pulses_us.iter().enumerate() {
-                if let Some(p) = p {
-                    let angle = body.target(i, *p) as f32;
+            let limits = body.joint_limits();
+            for (channel, p) in o.pulses_us.iter().enumerate() {
+                if let Some((j, angle)) = p.and_then(|p| body.target(channel, p)) {
                     // A pulse is quantised to 1/65535 of the period: far below 1 mrad.
-                    let [lo, hi] = limits[i];
+                    let [lo, hi] = limits[j];
                     checked += 1;
                     outside += u64::from(!(angle >= lo - 1e-3 && angle <= hi + 1e-3));
                 }

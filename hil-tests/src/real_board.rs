@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use clawrl_firmware::SafetyState;
 use clawrl_firmware::controller::Pulses;
 use clawrl_firmware::virtual_board::{Plant, PlantReading};
-use clawrl_firmware::{FirmwareConfig, SafetyState};
 use clawrl_protocol::table::{board, servo};
 use clawrl_protocol::units::{ids, registers};
 use clawrl_runtime::link::{Link, LinkError};
@@ -278,15 +278,6 @@ pub fn rest_reading(body: &mut impl Plant) -> PlantReading {
     body.step(0.0, &[None; SERVOS])
 }
 
-/// Firmware limits the bridge checks outputs against (rad per servo).
-pub fn limits(firmware: &FirmwareConfig) -> Vec<[f32; 2]> {
-    firmware
-        .servos
-        .iter()
-        .map(|s| [s.min_rad, s.max_rad])
-        .collect()
-}
-
 /// The board's Safety State register as the firmware's state.
 fn safety_state(register: u8) -> SafetyState {
     use board::state;
@@ -310,7 +301,6 @@ pub(crate) struct RealLoop {
     port: Port,
     cfg: BridgeConfig,
     faults: Faults,
-    limits: Vec<[f32; 2]>,
     to_board: Framer,
     to_runtime: Framer,
     board_queue: Queue,
@@ -329,7 +319,6 @@ impl RealLoop {
         board: HilBoard,
         body: MujocoBody,
         port: Port,
-        firmware: &FirmwareConfig,
         cfg: BridgeConfig,
         exchange_us: u64,
         published: Arc<AtomicU64>,
@@ -341,7 +330,6 @@ impl RealLoop {
             body,
             port,
             faults: Faults::new(cfg.faults.clone(), cfg.fault_seed),
-            limits: limits(firmware),
             cfg,
             to_board: Framer::default(),
             to_runtime: Framer::default(),
@@ -429,10 +417,10 @@ impl RealLoop {
         let (_, pulses) = self.board.exchange(&reading)?;
         self.exchanges += 1;
         self.pulses = pulses;
-        for (i, p) in pulses.iter().enumerate() {
-            if let Some(p) = p {
-                let angle = self.body.target(i, *p) as f32;
-                let [lo, hi] = self.limits[i];
+        let limits = self.body.joint_limits();
+        for (channel, p) in pulses.iter().enumerate() {
+            if let Some((j, angle)) = p.and_then(|p| self.body.target(channel, p)) {
+                let [lo, hi] = limits[j];
                 self.trace.outputs_checked += 1;
                 self.trace.out_of_limit += u64::from(!(angle >= lo - 1e-3 && angle <= hi + 1e-3));
             }

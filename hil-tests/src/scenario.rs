@@ -13,7 +13,7 @@ use clawrl_runtime::lockstep::Lockstep;
 use clawrl_runtime::run::{RunOptions, Summary};
 use clawrl_sim::quadruped::{Heading, TaskConfig};
 
-use crate::body::MujocoBody;
+use crate::body::{MujocoBody, Wiring};
 use crate::bridge::Bridge;
 use crate::faults::{Fault, FaultWindow};
 use crate::line::{BoardPort, BridgeConfig, Clocking, Event, Trace};
@@ -299,6 +299,44 @@ pub struct Setup {
     /// A real board in HIL mode on this serial port instead of the virtual board (real time
     /// only, see [`crate::real_board`]).
     pub board: Option<BoardPort>,
+    /// The body wired other than its description says (empty: as described).
+    pub miswiring: Vec<Miswiring>,
+}
+
+/// A robot wired other than its description says: what a wiring check must name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miswiring {
+    /// The servos of two joints (servo order) on each other's outputs.
+    Swapped(usize, usize),
+    /// A joint's servo mounted turning the other way.
+    Reversed(usize),
+}
+
+/// The board's table and the body's true wiring for the robot `cfg` drives: from the robot
+/// description its `robot.description` names (IDs, channels, directions and offsets), or
+/// the shipped board's table without one; `miswiring` applied to the body only.
+pub fn wiring(cfg: &RuntimeConfig, miswiring: &[Miswiring]) -> Result<(FirmwareConfig, Wiring)> {
+    let names = clawrl_sim::quadruped::servo_names();
+    let (firmware, described) = match &cfg.robot.description {
+        Some(path) => {
+            let robot = clawrl_sim::description::load(path)?;
+            let firmware = FirmwareConfig::from_description(&robot.description)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let wiring = Wiring::described(&robot.description, &names)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            (firmware, wiring)
+        }
+        None => {
+            let firmware = FirmwareConfig::claw_foot();
+            let wiring = Wiring::of_board(&firmware);
+            (firmware, wiring)
+        }
+    };
+    let body = miswiring.iter().fold(described, |w, m| match *m {
+        Miswiring::Swapped(a, b) => w.swapped(a, b),
+        Miswiring::Reversed(j) => w.reversed(j),
+    });
+    Ok((firmware, body))
 }
 
 /// What a run produced.
@@ -393,8 +431,9 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
     // Before anything moves: a bundle that is unreadable or for another robot stops here.
     let b = clawrl_bundle::read(&setup.bundle, &clawrl_bundle::Trust::default())
         .with_context(|| format!("bundle {}", setup.bundle.display()))?;
-    let firmware = FirmwareConfig::claw_foot();
     let probe = runtime_config(setup, &setup.dir.join("board.tty"), s)?;
+    let (firmware, body_wiring) = wiring(&probe, &setup.miswiring)?;
+    let believed = Wiring::of_board(&firmware);
     clawrl_runtime::install::check_bundle(&b, &probe.robot_spec())?;
     let policy_from_s = probe.safety.stand_s + probe.safety.fade_s;
     let shift = |w: &FaultWindow| FaultWindow {
@@ -416,15 +455,14 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
         lockstep: lockstep.clone(),
     };
     let (task, seed) = (s.task(&setup.task), setup.seed);
-    let fw = firmware.clone();
-    let body = move || Ok(MujocoBody::new(&task, seed, &fw)?);
+    let body = move || Ok(MujocoBody::new(&task, seed, body_wiring, believed)?);
     let bridge = match &setup.board {
         None => Bridge::spawn(&setup.dir, firmware, body, bridge_cfg)?,
         Some(b) => {
             if setup.clocking != Clocking::RealTime {
                 anyhow::bail!("a real board keeps its own clock: it runs in real time only");
             }
-            Bridge::spawn_real(&setup.dir, b, firmware, body, bridge_cfg)?
+            Bridge::spawn_real(&setup.dir, b, body, bridge_cfg)?
         }
     };
     let cfg = runtime_config(setup, bridge.port(), s)?;

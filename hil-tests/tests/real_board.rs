@@ -290,6 +290,7 @@ fn walk_through_a_board_in_hil_mode() {
             baud: BAUD,
             exchange_us: real_board::EXCHANGE_US,
         }),
+        miswiring: Vec::new(),
     };
     let s = scenario::by_name("walk").unwrap();
     let o = scenario::run(&s, &setup).unwrap();

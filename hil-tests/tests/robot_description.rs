@@ -100,3 +100,64 @@ fn the_shipped_description_is_the_robot_the_code_describes() {
     assert_eq!(d.feet.len(), quadruped::NUM_FEET);
     assert!(loaded.mjcf.ends_with("sim/models/quadruped.xml"));
 }
+
+/// The board built from the shipped description is the board the MCU image is built with
+/// (`FirmwareConfig::claw_foot`), and the body's wiring from the description is the board's.
+#[test]
+fn the_board_from_the_shipped_description_is_the_shipped_board() {
+    let robot = clawrl_sim::description::load(std::path::Path::new(
+        clawrl_sim::description::CLAW_QUADRUPED,
+    ))
+    .unwrap();
+    let from_file = FirmwareConfig::from_description(&robot.description).unwrap();
+    let shipped = FirmwareConfig::claw_foot();
+    for (i, (a, b)) in from_file.servos.iter().zip(&shipped.servos).enumerate() {
+        let name = &robot.description.servos[i].name;
+        assert_eq!((a.id, a.channel), (b.id, b.channel), "{name}");
+        assert_eq!((a.min_rad, a.max_rad), (b.min_rad, b.max_rad), "{name}");
+        assert_eq!(a.calibration.reversed, b.calibration.reversed, "{name}");
+        let (ca, cb) = (a.calibration, b.calibration);
+        assert!((ca.us_per_rad - cb.us_per_rad).abs() < 1e-3, "{name}");
+        assert_eq!(
+            (ca.center_us, ca.trim_rad),
+            (cb.center_us, cb.trim_rad),
+            "{name}"
+        );
+        assert_eq!((ca.min_us, ca.max_us), (cb.min_us, cb.max_us), "{name}");
+    }
+    let names = clawrl_sim::quadruped::servo_names();
+    let described = clawrl_hil_tests::body::Wiring::described(&robot.description, &names).unwrap();
+    // The same wiring, the pulse law to within f32 rounding: each channel's pulse turns the
+    // same joint to the same angle.
+    let of_board = clawrl_hil_tests::body::Wiring::of_board(&shipped);
+    for ch in 0..NUM_SERVOS {
+        let (a, b) = (described.target(ch, 1700.0), of_board.target(ch, 1700.0));
+        assert_eq!(a.map(|x| x.0), b.map(|x| x.0), "channel {ch}");
+        assert!((a.unwrap().1 - b.unwrap().1).abs() < 1e-6, "channel {ch}");
+    }
+}
+
+/// A description with two IDs the same, or a servo without a PWM channel, is refused by
+/// name.
+#[test]
+fn a_board_from_a_bad_description_names_the_servo() {
+    let robot = clawrl_sim::description::load(std::path::Path::new(
+        clawrl_sim::description::CLAW_QUADRUPED,
+    ))
+    .unwrap();
+    let mut d = robot.description.clone();
+    d.servos[5].id = d.servos[2].id;
+    let e = FirmwareConfig::from_description(&d).unwrap_err();
+    assert!(
+        e.contains("FR_knee") && e.contains("bus ID 3") && e.contains("FL_knee"),
+        "{e}"
+    );
+    let mut d = robot.description.clone();
+    d.servos[7].pwm = None;
+    let e = FirmwareConfig::from_description(&d).unwrap_err();
+    assert!(e.contains("RL_hip_pitch") && e.contains("pwm"), "{e}");
+    let mut d = robot.description;
+    d.servos[1].pwm.as_mut().unwrap().channel = 0;
+    let e = FirmwareConfig::from_description(&d).unwrap_err();
+    assert!(e.contains("FL_hip_pitch") && e.contains("channel 0"), "{e}");
+}

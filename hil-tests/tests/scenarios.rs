@@ -32,6 +32,7 @@ fn setup(dir: &Path) -> Setup {
         runtime_config: repo().join("configs/runtime/robot.toml"),
         dir: dir.to_path_buf(),
         board: None,
+        miswiring: Vec::new(),
     }
 }
 

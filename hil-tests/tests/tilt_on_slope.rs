@@ -60,6 +60,7 @@ fn stand(dir: &Path, events: Vec<(f64, Event)>) -> Outcome {
         runtime_config,
         dir: dir.to_path_buf(),
         board: None,
+        miswiring: Vec::new(),
     };
     scenario::run(&s, &setup).unwrap()
 }

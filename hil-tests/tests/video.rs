@@ -23,6 +23,7 @@ fn a_scenario_is_filmed_one_frame_per_k_control_periods() {
         runtime_config: repo().join("configs/runtime/robot.toml"),
         dir: dir.path().join("run"),
         board: None,
+        miswiring: Vec::new(),
     };
     // The e-stop scenario: the shortest, and the body stops mid-walk (the frames differ).
     let s = scenario::by_name("estop").unwrap();

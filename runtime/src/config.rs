@@ -359,6 +359,20 @@ impl RuntimeConfig {
         }
     }
 
+    /// Each servo's bus ID in action order: the description's `id` of the servo of that name,
+    /// or IDs 1-16 without a description.
+    pub fn servo_ids(&self) -> [u8; NUM_SERVOS] {
+        let names = quadruped::servo_names();
+        std::array::from_fn(|i| {
+            let described = self
+                .robot
+                .description_file
+                .as_ref()
+                .and_then(|d| d.servo.iter().find(|s| s.name == names[i]).map(|s| s.id));
+            described.unwrap_or(clawrl_protocol::units::ids::servo_id(i))
+        })
+    }
+
     /// Finds the config ([`find_config`]: `--config`, [`CONFIG_ENV`], [`SYSTEM_CONFIG`],
     /// [`REPO_CONFIG`]) and loads it ([`RuntimeConfig::load`]).
     pub fn find_and_load(given: Option<&Path>, overrides: &[String]) -> anyhow::Result<Self> {

@@ -100,6 +100,8 @@ pub struct Link {
     lockstep: Option<Arc<Lockstep>>,
     /// State reads that went out on the wire (the body moves one period at each).
     state_reads_sent: u64,
+    /// Each servo's bus ID, in action order (the robot description's `id`s).
+    servo_ids: [u8; NUM_SERVOS],
 }
 
 impl Link {
@@ -134,7 +136,19 @@ impl Link {
             timeout,
             lockstep: None,
             state_reads_sent: 0,
+            servo_ids: std::array::from_fn(ids::servo_id),
         }
+    }
+
+    /// This link addressing the servos (action order) by `servo_ids`: a robot wired in
+    /// another order than IDs 1-16.
+    pub fn with_servo_ids(mut self, servo_ids: [u8; NUM_SERVOS]) -> Self {
+        self.servo_ids = servo_ids;
+        self
+    }
+
+    pub fn servo_ids(&self) -> [u8; NUM_SERVOS] {
+        self.servo_ids
     }
 
     /// This link in lockstep with a simulated body: a new connection on `lockstep`'s counters.
@@ -196,8 +210,8 @@ impl Link {
     ) -> Result<BoardInfo, LinkError> {
         self.port.clear(serialport::ClearBuffer::All).ok();
         let firmware = self.ping_patiently(ids::BOARD, board::MODEL_NUMBER)?;
-        for i in 0..NUM_SERVOS {
-            self.ping_patiently(ids::servo_id(i), servo::MODEL_NUMBER)?;
+        for id in self.servo_ids {
+            self.ping_patiently(id, servo::MODEL_NUMBER)?;
         }
         let mut st = [0u8; 3];
         self.read(ids::BOARD, board::SAFETY_STATE, &mut st)?;
@@ -289,7 +303,7 @@ impl Link {
         Ok(alert)
     }
 
-    /// SYNC WRITE of Goal Position (ticks) to servos 1-16: one packet, no answer.
+    /// SYNC WRITE of Goal Position (ticks) to the 16 servos, by their IDs: one packet, no answer.
     pub fn sync_write_goals(&mut self, ticks: &[i32; NUM_SERVOS]) -> Result<(), LinkError> {
         let mut w = PacketWriter::new(
             &mut self.tx,
@@ -297,8 +311,8 @@ impl Link {
             Instruction::SyncWrite,
         );
         w.push_u16(servo::GOAL_POSITION).push_u16(4);
-        for (i, t) in ticks.iter().enumerate() {
-            w.push_u8(wire::servo_id(i)).push_u32(*t as u32);
+        for (id, t) in self.servo_ids.iter().zip(ticks) {
+            w.push_u8(*id).push_u32(*t as u32);
         }
         let n = w.finish().map_err(|_| overflow())?;
         self.send(n)

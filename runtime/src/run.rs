@@ -316,7 +316,8 @@ fn connect_info(
 ) -> Result<(Link, crate::link::BoardInfo)> {
     let s = &cfg.serial;
     let mut link = Link::open(&s.port, s.baud, Duration::from_millis(s.answer_timeout_ms))?
-        .with_lockstep(lockstep);
+        .with_lockstep(lockstep)
+        .with_servo_ids(cfg.servo_ids());
     let info = link
         .handshake(
             cfg.safety.board_watchdog_ms,
@@ -598,7 +599,7 @@ fn serial_thread(
         if !up {
             if Instant::now() >= next_attempt {
                 next_attempt = Instant::now() + retry;
-                if let Some(l) = reopen(cfg, None) {
+                if let Some(l) = reopen(cfg, None, link.servo_ids()) {
                     link = l;
                     up = true;
                     let _ = events.try_send(SerialEvent::Up);
@@ -658,7 +659,7 @@ fn lockstep_serial_thread(
             }
         } else {
             lockstep.ask_period();
-            if let Some(l) = reopen(cfg, Some(lockstep.clone())) {
+            if let Some(l) = reopen(cfg, Some(lockstep.clone()), link.servo_ids()) {
                 link = l;
                 up = true;
                 let _ = events.send(SerialEvent::Up);
@@ -716,14 +717,19 @@ fn serve(
 }
 
 /// Reopens the port after a failure: the board must answer with its model number.
-fn reopen(cfg: &crate::config::SerialConfig, lockstep: Option<Arc<Lockstep>>) -> Option<Link> {
+fn reopen(
+    cfg: &crate::config::SerialConfig,
+    lockstep: Option<Arc<Lockstep>>,
+    servo_ids: [u8; NUM_SERVOS],
+) -> Option<Link> {
     let mut link = Link::open(
         &cfg.port,
         cfg.baud,
         Duration::from_millis(cfg.answer_timeout_ms),
     )
     .ok()?
-    .with_lockstep(lockstep);
+    .with_lockstep(lockstep)
+    .with_servo_ids(servo_ids);
     link.ping(ids::BOARD, board::MODEL_NUMBER).ok()?;
     Some(link)
 }

@@ -113,8 +113,9 @@ impl From<DescriptionError> for SimError {
     }
 }
 
-/// The description beside an MJCF, resolved: the `robots/*/robot.toml` (under
-/// [`crate::search_roots`]) whose `robot.mjcf` is that file. `None` when no description names
+/// The description beside an MJCF, resolved: a `robot.toml` in the MJCF's own folder that
+/// names it (a robot's folder anywhere: `my_robot/{robot.toml, my_robot.xml}`), else the
+/// `robots/*/robot.toml` (under [`crate::search_roots`]) whose `robot.mjcf` is that file. `None` when no description names
 /// it (cart-pole); a description that names it and does not fit it is an error, never
 /// skipped, and so are two descriptions naming it. A file that does not parse cannot say
 /// which MJCF it names: it is named in a warning.
@@ -141,6 +142,9 @@ fn find(mjcf: &Path) -> Result<Option<(DescriptionFile, PathBuf, PathBuf)>, SimE
     let Ok(want) = std::fs::canonicalize(mjcf) else {
         return Ok(None);
     };
+    if let Some((file, path)) = beside(&want)? {
+        return Ok(Some((file, path, want)));
+    }
     let mut found: Vec<(DescriptionFile, PathBuf)> = Vec::new();
     for root in crate::search_roots() {
         let Ok(dirs) = std::fs::read_dir(root.join("robots")) else {
@@ -185,4 +189,18 @@ fn find(mjcf: &Path) -> Result<Option<(DescriptionFile, PathBuf, PathBuf)>, SimE
             ),
         }),
     }
+}
+
+/// The `robot.toml` in the folder of `mjcf` (canonical), when it names that MJCF; one there
+/// that does not load is an error (it is the robot's own file).
+fn beside(mjcf: &Path) -> Result<Option<(DescriptionFile, PathBuf)>, SimError> {
+    let Some(path) = mjcf.parent().map(|d| d.join("robot.toml")) else {
+        return Ok(None);
+    };
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let (file, path) = DescriptionFile::load(&path)?;
+    let names = std::fs::canonicalize(file.mjcf_path(&path)).ok();
+    Ok((names.as_deref() == Some(mjcf)).then_some((file, path)))
 }

@@ -105,6 +105,7 @@ pub fn run(a: Args) -> Result<()> {
                     baud: a.baud,
                     exchange_us: a.exchange_us,
                 }),
+            miswiring: Vec::new(),
         };
         eprintln!("hil: {} ({}) ...", s.name, s.about);
         let (verdict, errored) = run_scenario(&a, s, &setup, &mut text)?;

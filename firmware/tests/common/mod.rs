@@ -148,8 +148,8 @@ impl Rig {
             supply_mv: 7400,
         };
         // Knees cannot be at 0 (outside their range); put every joint mid-range.
-        for (s, c) in values.servos.iter_mut().zip(&config.servos) {
-            s.position_rad = 0.5 * (c.min_rad + c.max_rad);
+        for c in &config.servos {
+            values.servos[usize::from(c.channel)].position_rad = 0.5 * (c.min_rad + c.max_rad);
         }
         let sensors = FakeSensors(Rc::new(RefCell::new(values)));
         let hw = Hardware {
