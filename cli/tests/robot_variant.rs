@@ -127,6 +127,13 @@ fn a_generated_variant_runs_through_the_pipeline_with_no_code_edit() {
     };
     let s = scenario::by_name("walk").unwrap();
     let s = scenario::Scenario { seconds: 4.0, ..s };
+    // The wiring check on the variant's board and body: every servo at its ID, as described.
+    let checking = Setup {
+        dir: dir.path().join("wiring"),
+        ..setup.clone()
+    };
+    let (table, ok) = scenario::check_wiring(&s, &checking).unwrap();
+    assert!(ok && table.contains("| 21 | FL_hip_abd |"), "{table}");
     let o = scenario::run(&s, &setup).unwrap();
     let cmp = scenario::compare(&o, &setup).unwrap();
     let checks = scenario::checks(&o);

@@ -509,6 +509,38 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
     })
 }
 
+/// `clawrl-runtime check-wiring --pose stand` against the body as a scenario starts it
+/// (scenario `s`'s episode for `setup.seed`: standing near its default pose), wired as
+/// `setup.miswiring` says, behind the virtual board (lockstep). Returns the check's table and
+/// whether every servo fits.
+pub fn check_wiring(s: &Scenario, setup: &Setup) -> Result<(String, bool)> {
+    std::fs::create_dir_all(&setup.dir)?;
+    let setup = &Setup {
+        dir: std::fs::canonicalize(&setup.dir)?,
+        ..setup.clone()
+    };
+    let probe = runtime_config(setup, &setup.dir.join("board.tty"), s)?;
+    let (firmware, body_wiring) = wiring(&probe, &setup.miswiring)?;
+    let believed = Wiring::of_board(&firmware);
+    let lockstep = Arc::new(Lockstep::new());
+    let bridge_cfg = BridgeConfig {
+        clocking: Clocking::Lockstep,
+        period_us: (1e6 / probe.control.rate_hz).round() as u64,
+        faults: Vec::new(),
+        fault_seed: setup.seed,
+        events: Vec::new(),
+        lockstep: lockstep.clone(),
+    };
+    let (task, seed) = (s.task(&setup.task), setup.seed);
+    let body = move || Ok(MujocoBody::new(&task, seed, body_wiring, believed)?);
+    let bridge = Bridge::spawn(&setup.dir, firmware, body, bridge_cfg)?;
+    let cfg = runtime_config(setup, bridge.port(), s)?;
+    let pose = clawrl_runtime::wiring::Pose::Stand;
+    let checked = clawrl_runtime::wiring::check(&cfg, pose, Some(lockstep));
+    bridge.finish()?;
+    checked
+}
+
 /// Waits until the body's time reaches `at`, then installs a corrupt copy of the bundle into
 /// the running runtime's slots.
 fn install_during_run(

@@ -117,6 +117,38 @@ pub fn replay(a: &ReplayArgs) -> Result<String> {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct CheckWiringArgs {
+    /// Runtime configuration (TOML), as for `run`; its `robot.description` gives the IDs.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Override one config key, `KEY=VALUE` in TOML syntax (repeatable).
+    #[arg(long = "set")]
+    pub set: Vec<String>,
+    /// The pose the robot is in: `rest` (lying folded, as `run` leaves it) or `stand` (held
+    /// or standing in its default pose).
+    #[arg(long, value_enum, default_value = "rest")]
+    pub pose: crate::wiring::Pose,
+}
+
+pub fn check_wiring(a: &CheckWiringArgs) -> Result<String> {
+    let cfg = RuntimeConfig::find_and_load(a.config.as_deref(), &a.set)?;
+    let (table, ok) = crate::wiring::check(&cfg, a.pose, None)?;
+    if !ok {
+        // The table on stdout (where a pipe or a file wants it), the verdict as the error.
+        println!("{table}");
+        anyhow::bail!("the robot is not wired as {} says", describe(&cfg));
+    }
+    Ok(table)
+}
+
+fn describe(cfg: &RuntimeConfig) -> String {
+    cfg.robot.description.as_ref().map_or_else(
+        || "the shipped robot's table (no robot.description in the config)".to_string(),
+        |d| d.display().to_string(),
+    )
+}
+
+#[derive(Debug, clap::Args)]
 pub struct SelfTestArgs {}
 
 pub fn self_test(_: &SelfTestArgs) -> Result<String> {

@@ -32,3 +32,4 @@ pub mod selftest;
 pub mod synthetic;
 pub mod telemetry;
 pub mod wire;
+pub mod wiring;

@@ -318,6 +318,19 @@ impl Link {
         self.send(n)
     }
 
+    /// Each servo's Present Position (rad), READ at its own ID in action order: what the
+    /// wiring checks compare. Not the robot-state read, so in lockstep the body does not move.
+    pub fn read_servo_positions(&mut self) -> Result<[f64; NUM_SERVOS], LinkError> {
+        let mut out = [0.0; NUM_SERVOS];
+        for (rad, id) in out.iter_mut().zip(self.servo_ids) {
+            let mut ticks = [0u8; 4];
+            self.read(id, servo::PRESENT_POSITION, &mut ticks)?;
+            let ticks = i32::from_le_bytes(ticks);
+            *rad = f64::from(clawrl_protocol::units::ticks_to_rad(ticks));
+        }
+        Ok(out)
+    }
+
     /// READ of the whole robot state from the board (PROTOCOL.md's recommended cycle).
     pub fn read_state(&mut self) -> Result<BoardState, LinkError> {
         let mut w = PacketWriter::new(&mut self.tx, ids::BOARD, Instruction::Read);

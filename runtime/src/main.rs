@@ -25,6 +25,11 @@ enum Command {
     Run(cmd::RunArgs),
     /// Run a telemetry log's inputs through the policy again and compare every output.
     Replay(cmd::ReplayArgs),
+    /// With the robot lying folded (as `run` leaves it; or --pose stand) and the torque off:
+    /// every servo of the robot description answers at its ID and reads its angle in that
+    /// pose; a reversed or swapped servo is named. Nothing moves; exit 1 when the wiring is
+    /// not as described.
+    CheckWiring(cmd::CheckWiringArgs),
     /// Check this computer can run a student (format, arithmetic, safety sequence); no board.
     SelfTest(cmd::SelfTestArgs),
     /// Timing figures on this computer.
@@ -62,6 +67,7 @@ fn main() {
         Command::Status(a) => install::run_status(a),
         Command::Run(a) => cmd::run(a),
         Command::Replay(a) => cmd::replay(a),
+        Command::CheckWiring(a) => cmd::check_wiring(a),
         Command::SelfTest(a) => cmd::self_test(a),
         Command::Bench(a) => cmd::bench(a),
     };

@@ -308,6 +308,26 @@ pub fn connect(cfg: &RuntimeConfig, clear_estop: bool) -> Result<Link> {
     connect_info(cfg, clear_estop, None).map(|(link, _)| link)
 }
 
+/// [`connect_info`] with a servo that does not answer its PING named
+/// ([`crate::wiring::silent_servo`]).
+pub fn connect_named(
+    cfg: &RuntimeConfig,
+    clear_estop: bool,
+    lockstep: Option<Arc<Lockstep>>,
+    servos: &[crate::wiring::Servo],
+) -> Result<(Link, crate::link::BoardInfo)> {
+    connect_info(cfg, clear_estop, lockstep).map_err(|e| {
+        let silent = e.chain().find_map(|c| match c.downcast_ref::<LinkError>() {
+            Some(LinkError::Timeout { id, .. }) => crate::wiring::silent_servo(servos, *id),
+            _ => None,
+        });
+        match silent {
+            Some(s) => e.context(s),
+            None => e,
+        }
+    })
+}
+
 /// [`connect`], with what the board said at the handshake.
 fn connect_info(
     cfg: &RuntimeConfig,
@@ -347,7 +367,16 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     let mut control = controller_for(cfg, &bundle)?;
     // The shared counters only mean something in lockstep.
     let lockstep = opts.lockstep.clone().filter(|_| cfg.control.lockstep());
-    let (link, info) = connect_info(cfg, opts.clear_estop, lockstep.clone())?;
+    let servos = crate::wiring::servos(cfg, crate::wiring::Pose::Rest);
+    let (mut link, info) = connect_named(cfg, opts.clear_estop, lockstep.clone(), &servos)?;
+    // Before the torque goes on: a servo reading beyond its limits is a servo mounted the
+    // other way or on another joint's channel, and standing up would drive it through them.
+    let read = link
+        .read_servo_positions()
+        .context("reading the servos' positions")?;
+    if let Some(why) = crate::wiring::refuse_outside_limits(&servos, &read) {
+        anyhow::bail!(why);
+    }
     let mut summary = Summary::default();
 
     let (cmd_tx, cmd_rx) = bounded::<SerialCmd>(2);
