@@ -63,6 +63,32 @@ impl ServoConfig {
     }
 }
 
+/// How one servo is wired, as the robot description says (`id`, `pwm.channel`, `direction`,
+/// `offset_rad`, its `[pwm_model]`): what the MCU image's table is generated from at build
+/// time (firmware/board/build.rs) and what [`FirmwareConfig::from_description`] reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServoWiring {
+    pub id: u8,
+    pub channel: u8,
+    pub reversed: bool,
+    pub trim_rad: f32,
+    pub center_us: f32,
+    pub us_per_rad: f32,
+    pub min_us: f32,
+    pub max_us: f32,
+    /// A narrower range than the robot's joint limits (rad), when the description gives one.
+    pub limits: Option<[f32; 2]>,
+}
+
+/// Why a wiring table cannot run: the slot (servo order) and what is wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WiringError {
+    /// An ID another servo has, or one that is not a servo's (0, the board's, broadcast).
+    Id { slot: usize, id: u8 },
+    /// A channel another servo has, or one the board does not have.
+    Channel { slot: usize, channel: u8 },
+}
+
 /// The firmware's configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FirmwareConfig {
@@ -150,15 +176,48 @@ impl FirmwareConfig {
         }
     }
 
-    /// The board of the robot `description` describes: each servo's bus ID, PWM channel, limits
-    /// and pulse law (direction and zero offset included) from its `[[servo]]` table, in the
-    /// description's servo order; the board's own figures (rates, watchdog, supply) as
-    /// [`FirmwareConfig::claw_foot`]. The MCU image keeps the table it was built with.
+    /// This configuration with each slot's servo wired as `wiring` says: bus ID, channel,
+    /// pulse law, and its limits narrowed where the wiring narrows them (never widened).
+    pub fn with_wiring(mut self, wiring: &[ServoWiring; SERVO_COUNT]) -> Result<Self, WiringError> {
+        for (slot, w) in self.servos.iter_mut().zip(wiring) {
+            let [lo, hi] = w.limits.unwrap_or([slot.min_rad, slot.max_rad]);
+            *slot = ServoConfig {
+                id: w.id,
+                channel: w.channel,
+                min_rad: slot.min_rad.max(lo),
+                max_rad: slot.max_rad.min(hi),
+                calibration: PulseCalibration {
+                    center_us: w.center_us,
+                    us_per_rad: w.us_per_rad,
+                    trim_rad: w.trim_rad,
+                    reversed: w.reversed,
+                    min_us: w.min_us,
+                    max_us: w.max_us,
+                },
+            };
+        }
+        self.check_ids()
+            .map_err(|(slot, id)| WiringError::Id { slot, id })?;
+        for (i, s) in self.servos.iter().enumerate() {
+            let taken = self.servos[..i].iter().any(|o| o.channel == s.channel);
+            if taken || usize::from(s.channel) >= SERVO_COUNT {
+                return Err(WiringError::Channel {
+                    slot: i,
+                    channel: s.channel,
+                });
+            }
+        }
+        Ok(self)
+    }
+
+    /// The board of the robot `description` describes: each servo's bus ID, PWM channel,
+    /// limits and pulse law (direction and zero offset included) from its `[[servo]]` table,
+    /// in the description's servo order ([`FirmwareConfig::with_wiring`] on the shipped
+    /// board's figures). The MCU image gets the same table generated at build time.
     #[cfg(feature = "std")]
     pub fn from_description(
         description: &clawrl_robot::description::RobotDescription,
     ) -> Result<Self, String> {
-        let mut config = Self::claw_foot();
         if description.servos.len() != SERVO_COUNT {
             return Err(format!(
                 "robot {:?} has {} servos; this board drives {SERVO_COUNT}",
@@ -166,7 +225,8 @@ impl FirmwareConfig {
                 description.servos.len()
             ));
         }
-        for (slot, s) in config.servos.iter_mut().zip(&description.servos) {
+        let mut wiring = Self::claw_foot().wiring();
+        for (w, s) in wiring.iter_mut().zip(&description.servos) {
             let pwm = s
                 .pwm
                 .as_ref()
@@ -175,44 +235,53 @@ impl FirmwareConfig {
                 .pwm_models
                 .get(&pwm.model)
                 .ok_or_else(|| format!("servo {:?}: no [pwm_model.{}]", s.name, pwm.model))?;
-            if usize::from(pwm.channel) >= SERVO_COUNT {
-                return Err(format!(
-                    "servo {:?}: channel {} (this board has {SERVO_COUNT})",
-                    s.name, pwm.channel
-                ));
-            }
-            *slot = ServoConfig {
+            *w = ServoWiring {
                 id: s.id,
                 channel: pwm.channel,
-                min_rad: s.limits[0] as f32,
-                max_rad: s.limits[1] as f32,
-                calibration: PulseCalibration {
-                    center_us: law.center_us as f32,
-                    us_per_rad: law.us_per_rad as f32,
-                    trim_rad: s.offset_rad as f32,
-                    reversed: s.direction < 0,
-                    min_us: law.min_us as f32,
-                    max_us: law.max_us as f32,
-                },
+                reversed: s.direction < 0,
+                trim_rad: s.offset_rad as f32,
+                center_us: law.center_us as f32,
+                us_per_rad: law.us_per_rad as f32,
+                min_us: law.min_us as f32,
+                max_us: law.max_us as f32,
+                limits: Some([s.limits[0] as f32, s.limits[1] as f32]),
             };
         }
-        if let Err((i, id)) = config.check_ids() {
-            let name = &description.servos[i].name;
-            let other = description.servos[..i].iter().find(|s| s.id == id);
-            return Err(match other {
-                Some(o) => format!("servo {name:?}: bus ID {id} is servo {:?}'s too", o.name),
-                None => format!(
-                    "servo {name:?}: bus ID {id} is not a servo's (0, the board's 100, 253-255)"
-                ),
-            });
-        }
-        for (i, s) in config.servos.iter().enumerate() {
-            if config.servos[..i].iter().any(|o| o.channel == s.channel) {
-                let name = &description.servos[i].name;
-                return Err(format!("servo {name:?}: channel {} is taken", s.channel));
+        let name = |slot: usize| &description.servos[slot].name;
+        Self::claw_foot().with_wiring(&wiring).map_err(|e| match e {
+            WiringError::Id { slot, id } => {
+                match description.servos[..slot].iter().find(|s| s.id == id) {
+                    Some(o) => format!(
+                        "servo {:?}: bus ID {id} is servo {:?}'s too",
+                        name(slot),
+                        o.name
+                    ),
+                    None => format!(
+                        "servo {:?}: bus ID {id} is not a servo's (0, the board's 100, 253-255)",
+                        name(slot)
+                    ),
+                }
             }
-        }
-        Ok(config)
+            WiringError::Channel { slot, channel } => format!(
+                "servo {:?}: channel {channel} is taken, or beyond the board's {SERVO_COUNT}",
+                name(slot)
+            ),
+        })
+    }
+
+    /// Each slot's wiring as this configuration has it.
+    pub fn wiring(&self) -> [ServoWiring; SERVO_COUNT] {
+        self.servos.map(|s| ServoWiring {
+            id: s.id,
+            channel: s.channel,
+            reversed: s.calibration.reversed,
+            trim_rad: s.calibration.trim_rad,
+            center_us: s.calibration.center_us,
+            us_per_rad: s.calibration.us_per_rad,
+            min_us: s.calibration.min_us,
+            max_us: s.calibration.max_us,
+            limits: Some([s.min_rad, s.max_rad]),
+        })
     }
 
     /// The slot of the servo that answers to bus ID `id`.

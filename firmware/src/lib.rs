@@ -19,7 +19,7 @@ pub mod tables;
 #[cfg(feature = "std")]
 pub mod virtual_board;
 
-pub use config::{FirmwareConfig, SafeBehaviour, ServoConfig};
+pub use config::{FirmwareConfig, SafeBehaviour, ServoConfig, ServoWiring, WiringError};
 pub use controller::{Controller, Pulses, Sensors};
 pub use runner::{Firmware, Hardware, Polled};
 pub use safety::SafetyState;

@@ -7,6 +7,11 @@ mod pwm;
 mod sensors;
 mod uart;
 
+/// The servo table build.rs generated from the robot description (`WIRING`).
+mod wiring {
+    include!(concat!(env!("OUT_DIR"), "/wiring.rs"));
+}
+
 use clawrl_firmware::imu::mpu6050::{self, Mpu6050};
 use clawrl_firmware::imu::{Imu, ImuError, ImuSample};
 use clawrl_firmware::pwm::ServoOutputs;
@@ -127,14 +132,22 @@ fn main() -> ! {
         supply: gpioa.pa4.into_analog(),
     });
 
-    let config = FirmwareConfig::claw_foot();
-    let reversed = config.servos.map(|s| s.calibration.reversed);
+    // The description's wiring on the shipped board's figures; build.rs has already refused a
+    // table with a repeated ID or channel, so this cannot fail on a built image.
+    let config = FirmwareConfig::claw_foot()
+        .with_wiring(&wiring::WIRING)
+        .unwrap();
+    // Feedback arrives per channel: each input's servo, turned into its joint's angle.
+    let mut law = [(false, 0.0f32); 16];
+    for s in &config.servos {
+        law[usize::from(s.channel)] = (s.calibration.reversed, s.calibration.trim_rad);
+    }
     let hw = Hardware {
         serial: Uart::new(serial),
         outputs: ServoOutputs::new(channels, config.pwm_period_us),
         feedback: MuxFeedback {
             inputs: &analog,
-            reversed,
+            law,
         },
         imu,
         supply: Supply { inputs: &analog },

@@ -44,10 +44,11 @@ impl AnalogInputs {
     }
 }
 
-/// Feedback through the multiplexer; `reversed[i]` turns servo angles into joint angles.
+/// Feedback through the multiplexer, one input per channel; `law[channel]` (reversed, trim)
+/// turns that servo's angle into its joint's (`PulseCalibration::angle_rad`'s law).
 pub struct MuxFeedback<'a> {
     pub inputs: &'a core::cell::RefCell<AnalogInputs>,
-    pub reversed: [bool; 16],
+    pub law: [(bool, f32); 16],
 }
 
 impl ServoFeedback for MuxFeedback<'_> {
@@ -60,7 +61,14 @@ impl ServoFeedback for MuxFeedback<'_> {
         let angle = unit * half_range;
         // No current shunts or thermistors on this board revision: report nominal values.
         ServoSample {
-            position_rad: if self.reversed[servo] { -angle } else { angle },
+            position_rad: {
+                let (reversed, trim) = self.law[servo];
+                if reversed {
+                    -angle - trim
+                } else {
+                    angle - trim
+                }
+            },
             current_ma: 0.0,
             temperature_c: 30.0,
         }
