@@ -333,6 +333,24 @@ fn load_description(
             d.robot.name
         )));
     }
+    // The runtime addresses servos by these names (their bus IDs, offsets): a name it drives
+    // that the description lacks would silently fall back to another ID.
+    let names = quadruped::servo_names();
+    let described: Vec<&str> = d.servo.iter().map(|s| s.name.as_str()).collect();
+    if let Some(missing) = names.iter().find(|n| !described.contains(&n.as_str())) {
+        return Err(key_error(format!(
+            "{} has no servo {missing:?}, which this runtime drives ({} servos: {})",
+            file.display(),
+            names.len(),
+            names.join(", ")
+        )));
+    }
+    if let Some(extra) = described.iter().find(|n| !names.iter().any(|m| m == *n)) {
+        return Err(key_error(format!(
+            "{} has servo {extra:?}, which this runtime does not drive",
+            file.display()
+        )));
+    }
     Ok(d)
 }
 

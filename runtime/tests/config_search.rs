@@ -218,4 +218,16 @@ fn a_copied_config_without_its_description_says_what_to_copy() {
         e.contains("\"hexapod\"") && e.contains("robot.model is \"claw_quadruped\""),
         "{e}"
     );
+    // A servo renamed in the description: the runtime would not know its ID; refused by name.
+    let renamed = std::fs::read_to_string(common::repo().join("robots/claw_quadruped/robot.toml"))
+        .unwrap()
+        .replacen("name = \"RL_knee\"", "name = \"RL_shin\"", 1);
+    std::fs::write(dir.path().join("claw_quadruped.toml"), renamed).unwrap();
+    let e = clawrl_runtime::config::RuntimeConfig::load(&path, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("key `robot.description`") && e.contains("has no servo \"RL_knee\""),
+        "{e}"
+    );
 }
