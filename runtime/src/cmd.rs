@@ -117,6 +117,32 @@ pub fn replay(a: &ReplayArgs) -> Result<String> {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct McapArgs {
+    /// A telemetry log written by `run`.
+    pub log: PathBuf,
+    /// The MCAP file to write; default the log's name with `.mcap`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn mcap(a: &McapArgs) -> Result<String> {
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| a.log.with_extension("mcap"));
+    anyhow::ensure!(out != a.log, "--out {} is the log itself", out.display());
+    let e = crate::mcap_log::export(&a.log, &out).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let topics: Vec<String> = e.messages.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    Ok(format!(
+        "wrote {} from {} records ({}): {}",
+        out.display(),
+        e.records,
+        e.integrity,
+        topics.join(", ")
+    ))
+}
+
+#[derive(Debug, clap::Args)]
 pub struct CheckWiringArgs {
     /// Runtime configuration (TOML), as for `run`; its `robot.description` gives the IDs.
     #[arg(long)]

@@ -24,6 +24,7 @@ pub mod inference;
 pub mod install;
 pub mod link;
 pub mod lockstep;
+pub mod mcap_log;
 pub mod observation;
 pub mod rate;
 pub mod replay;

@@ -25,6 +25,9 @@ enum Command {
     Run(cmd::RunArgs),
     /// Run a telemetry log's inputs through the policy again and compare every output.
     Replay(cmd::ReplayArgs),
+    /// Write a telemetry log as MCAP (joint states, IMU, goals, command, action, phase as
+    /// JSON channels), the file Foxglove and PlotJuggler open.
+    Mcap(cmd::McapArgs),
     /// With the robot lying folded (as `run` leaves it; or --pose stand) and the torque off:
     /// every servo of the robot description answers at its ID and reads its angle in that
     /// pose; a reversed or swapped servo is named. Nothing moves; exit 1 when the wiring is
@@ -67,6 +70,7 @@ fn main() {
         Command::Status(a) => install::run_status(a),
         Command::Run(a) => cmd::run(a),
         Command::Replay(a) => cmd::replay(a),
+        Command::Mcap(a) => cmd::mcap(a),
         Command::CheckWiring(a) => cmd::check_wiring(a),
         Command::SelfTest(a) => cmd::self_test(a),
         Command::Bench(a) => cmd::bench(a),

@@ -80,6 +80,8 @@ const SUBCOMMANDS: &[&str] = &[
     "status",
     "run",
     "replay",
+    "mcap",
+    "check-wiring",
     "self-test",
     "bench",
 ];
@@ -134,6 +136,9 @@ fn replay() {
     };
     LogWriter::create(&log, &header).unwrap().finish().unwrap();
     let mut c = runtime(["replay"]);
+    c.arg(&log);
+    ends_quietly(c);
+    let mut c = runtime(["mcap"]);
     c.arg(&log);
     ends_quietly(c);
 }

@@ -1,0 +1,101 @@
+//! The runtime's telemetry from a HIL walk, as MCAP (`clawrl-runtime mcap`), read back with the
+//! MCAP crate's own reader: every channel a viewer needs, one message per cycle that has the
+//! data, and the values of the binary log's records.
+use std::path::{Path, PathBuf};
+
+use clawrl_hil_tests::line::Clocking;
+use clawrl_hil_tests::scenario::{self, Setup};
+use clawrl_runtime::telemetry::LogReader;
+use clawrl_sim::quadruped::TaskConfig;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+#[test]
+fn a_hil_walks_telemetry_opens_as_mcap_with_the_logs_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = Setup {
+        bundle: repo().join("hil-tests/fixtures/student.clawrl"),
+        seed: 1,
+        clocking: Clocking::Lockstep,
+        task: TaskConfig::flat().unwrap(),
+        runtime_config: repo().join("configs/runtime/robot.toml"),
+        dir: dir.path().join("run"),
+        board: None,
+        miswiring: Vec::new(),
+    };
+    let s = scenario::by_name("walk").unwrap();
+    let s = scenario::Scenario { seconds: 2.0, ..s };
+    let o = scenario::run(&s, &setup).unwrap();
+    let log = o.summary.log.clone().expect("the runtime wrote a log");
+    let out = dir.path().join("walk.mcap");
+    let e = clawrl_runtime::mcap_log::export(&log, &out).unwrap();
+    assert_eq!(e.records, o.summary.cycles);
+    assert!(e.integrity.starts_with("Verified"), "{}", e.integrity);
+
+    let bytes = std::fs::read(&out).unwrap();
+    let mut by_topic: std::collections::BTreeMap<String, Vec<serde_json::Value>> =
+        Default::default();
+    let mut times = Vec::new();
+    for m in mcap::MessageStream::new(&bytes).unwrap() {
+        let m = m.unwrap();
+        assert_eq!(m.channel.message_encoding, "json");
+        let schema = m.channel.schema.as_ref().unwrap();
+        assert_eq!(schema.encoding, "jsonschema");
+        if m.channel.topic == "/runtime" {
+            times.push(m.log_time);
+        }
+        let v: serde_json::Value = serde_json::from_slice(&m.data).unwrap();
+        by_topic.entry(m.channel.topic.clone()).or_default().push(v);
+    }
+    let topics: Vec<&str> = by_topic.keys().map(String::as_str).collect();
+    assert_eq!(
+        topics,
+        [
+            "/action",
+            "/cmd_vel",
+            "/imu",
+            "/joint_goals",
+            "/joint_states",
+            "/runtime"
+        ]
+    );
+    assert_eq!(
+        by_topic["/runtime"].len() as u64,
+        o.summary.cycles,
+        "one per cycle"
+    );
+    // 50 Hz: the cycles 20 ms apart.
+    assert_eq!(times[1] - times[0], 20_000_000);
+    // The values are the log's: the first reading's joint positions, and the command the
+    // policy saw (the scenario's 0.3 m/s).
+    let mut reader = LogReader::open(&log).unwrap();
+    let first = loop {
+        let r = reader.next_record().unwrap().unwrap();
+        if let Some(s) = r.input.state {
+            break s;
+        }
+    };
+    let js = &by_topic["/joint_states"][0];
+    assert_eq!(js["name"][2], "FL_knee");
+    for i in 0..16 {
+        assert_eq!(
+            js["position"][i].as_f64().unwrap(),
+            first.sensors.joint_pos[i]
+        );
+    }
+    let cmd = &by_topic["/cmd_vel"][0];
+    assert!(
+        (cmd["linear"]["x"].as_f64().unwrap() - 0.3).abs() < 1e-6,
+        "{cmd}"
+    );
+    let phases: Vec<&str> = by_topic["/runtime"]
+        .iter()
+        .map(|v| v["phase"].as_str().unwrap())
+        .collect();
+    assert!(
+        phases.contains(&"Running") && phases.last() == Some(&"Off"),
+        "{phases:?}"
+    );
+}
