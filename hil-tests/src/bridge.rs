@@ -12,7 +12,6 @@
 //!   and the runtime calls an answer lost when those counters say the line is quiet. No
 //!   outcome depends on the wall clock: the same bundle and seed give the same trace.
 //! - **real time**: the body's time follows the wall clock, what a robot sees.
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,9 +24,8 @@ use clawrl_firmware::virtual_board::SteppedBoard;
 use clawrl_protocol::table::board;
 
 use crate::body::MujocoBody;
-use crate::faults::{Direction, Faults};
-use crate::framer::{Framer, Unit};
-use crate::line::{BoardPort, BridgeConfig, Clocking, Event, Port, Sample, Trace};
+use crate::framer::Unit;
+use crate::line::{BoardPort, BridgeConfig, Clocking, Event, Line, Port, Sample, Trace};
 
 /// A running bridge; [`Bridge::finish`] stops it and returns the trace.
 pub struct Bridge {
@@ -143,18 +141,12 @@ impl Drop for Bridge {
 /// Real time: how far the body moves at a time (two MuJoCo steps).
 const REAL_TIME_STEP_US: u64 = 4_000;
 
-/// Bytes waiting for their simulated release time.
-type Queue = VecDeque<(f64, Vec<u8>)>;
-
+/// The virtual board's loop: the runtime's pty and the faults (the [`Line`]), the board and
+/// the body on simulated time.
 struct Loop {
     board: SteppedBoard<MujocoBody>,
-    port: Port,
+    line: Line,
     cfg: BridgeConfig,
-    faults: Faults,
-    to_board: Framer,
-    to_runtime: Framer,
-    board_queue: Queue,
-    runtime_queue: Queue,
     events: Vec<(f64, Event)>,
     trace: Trace,
     published: Arc<AtomicU64>,
@@ -176,13 +168,8 @@ impl Loop {
         events.sort_by(|a, b| b.0.total_cmp(&a.0));
         Self {
             board,
-            port,
-            faults: Faults::new(cfg.faults.clone(), cfg.fault_seed),
+            line: Line::new(port, &cfg),
             cfg,
-            to_board: Framer::default(),
-            to_runtime: Framer::default(),
-            board_queue: Queue::new(),
-            runtime_queue: Queue::new(),
             events,
             trace: Trace::default(),
             published,
@@ -198,18 +185,15 @@ impl Loop {
         let lockstep = self.cfg.lockstep.clone();
         let mut buf = [0u8; 512];
         while !stop.load(Ordering::Relaxed) {
-            let n = self.port.read(&mut buf);
-            self.to_board.push(&buf[..n]);
-            while let Some(mut unit) = self.to_board.next_unit() {
+            let (n, units) = self.line.read_runtime(&mut buf);
+            for unit in units {
                 if self.cfg.clocking == Clocking::Lockstep && is_state_read(&unit) {
                     // This cycle's goals reach the board before the body moves on.
                     self.deliver_to_board();
                     self.period();
                 }
                 let t = self.now_s();
-                if let Some(at) = self.faults.apply(Direction::ToBoard, &mut unit, t) {
-                    self.board_queue.push_back((at, unit.bytes().to_vec()));
-                }
+                self.line.send_to_board(unit, t);
                 self.deliver_to_board();
             }
             match self.cfg.clocking {
@@ -248,50 +232,33 @@ impl Loop {
             }
         }
         self.trace.wall = start.elapsed();
-        self.trace.faults = self.faults.counts;
+        self.trace.faults = self.line.faults.counts;
         self.trace.physics_steps = self.board.plant().steps();
         Ok(self.trace)
     }
 
-    /// Plugs or pulls the cable as the fault windows say.
+    /// Plugs or pulls the cable as the fault windows say; a new connection restarts the byte
+    /// counts before the runtime can open it.
     fn cable(&mut self) {
-        let out = self.faults.unplugged(self.now_s());
-        if out && self.port.plugged() {
-            self.port.unplug();
-        } else if !out && !self.port.plugged() {
-            // A new connection: the byte counts start again, before the runtime can open it.
-            self.cfg.lockstep.body_connected();
-            if self.port.plug().is_err() {
-                // No pty to be had: stays out, tried again next turn.
-            }
-        }
+        let now = self.now_s();
+        let lockstep = &self.cfg.lockstep;
+        self.line.cable(now, || lockstep.body_connected());
     }
 
-    /// Hands the board every byte whose time has come; frames its answers for the way back.
+    /// Hands the board every packet whose time has come; its answers go on the way back.
     fn deliver_to_board(&mut self) {
         let now = self.now_s();
         let mut answers = Vec::new();
-        while self.board_queue.front().is_some_and(|(at, _)| *at <= now) {
-            let (_, bytes) = self.board_queue.pop_front().expect("checked");
-            self.board.receive(&bytes, &mut answers);
+        for unit in self.line.due_to_board(now) {
+            self.board.receive(unit.bytes(), &mut answers);
         }
-        self.to_runtime.push(&answers);
-        while let Some(mut unit) = self.to_runtime.next_unit() {
-            if let Some(at) = self.faults.apply(Direction::ToRuntime, &mut unit, now) {
-                self.runtime_queue.push_back((at, unit.bytes().to_vec()));
-            }
-        }
+        self.line.queue_answers(&answers, now);
     }
 
     fn deliver_to_runtime(&mut self) {
         let now = self.now_s();
-        while self.runtime_queue.front().is_some_and(|(at, _)| *at <= now) {
-            let (_, bytes) = self.runtime_queue.pop_front().expect("checked");
-            if self.port.plugged() {
-                self.cfg.lockstep.answered(bytes.len());
-            }
-            self.port.write(&bytes);
-        }
+        let lockstep = &self.cfg.lockstep;
+        self.line.deliver_to_runtime(now, |n| lockstep.answered(n));
     }
 
     /// Lockstep: one control period of the board and the body, then events due, a sample,

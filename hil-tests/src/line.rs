@@ -12,7 +12,8 @@ use clawrl_firmware::SafetyState;
 use clawrl_runtime::lockstep::Lockstep;
 use serialport::{SerialPort, TTYPort};
 
-use crate::faults::{FaultCounts, FaultWindow};
+use crate::faults::{Direction, FaultCounts, FaultWindow, Faults};
+use crate::framer::{Framer, Unit};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Clocking {
@@ -139,6 +140,95 @@ impl Port {
     pub(crate) fn write(&mut self, bytes: &[u8]) {
         if let Some((m, _)) = &mut self.pair {
             let _ = m.write_all(bytes);
+        }
+    }
+}
+
+/// The cable between the runtime's pseudo-terminal and the board, as both HIL loops drive it
+/// (the virtual board's in [`crate::bridge`], a real board's in [`crate::real_board`]): the
+/// runtime's bytes cut into packets, the scenario's faults applied to each packet on each way,
+/// and the packets waiting for their release time (s since the start).
+pub(crate) struct Line {
+    pub(crate) port: Port,
+    pub(crate) faults: Faults,
+    to_board: Framer,
+    to_runtime: Framer,
+    board_queue: std::collections::VecDeque<(f64, Unit)>,
+    runtime_queue: std::collections::VecDeque<(f64, Unit)>,
+}
+
+impl Line {
+    pub(crate) fn new(port: Port, cfg: &BridgeConfig) -> Self {
+        Self {
+            port,
+            faults: Faults::new(cfg.faults.clone(), cfg.fault_seed),
+            to_board: Framer::default(),
+            to_runtime: Framer::default(),
+            board_queue: Default::default(),
+            runtime_queue: Default::default(),
+        }
+    }
+
+    /// What the runtime wrote since the last call: the bytes read, and the whole packets (or
+    /// runs of garbage) in order.
+    pub(crate) fn read_runtime(&mut self, buf: &mut [u8]) -> (usize, Vec<Unit>) {
+        let n = self.port.read(buf);
+        self.to_board.push(&buf[..n]);
+        let mut units = Vec::new();
+        while let Some(unit) = self.to_board.next_unit() {
+            units.push(unit);
+        }
+        (n, units)
+    }
+
+    /// A packet on its way to the board at `now`, through the faults (it may be lost,
+    /// corrupted or held).
+    pub(crate) fn send_to_board(&mut self, mut unit: Unit, now: f64) {
+        if let Some(at) = self.faults.apply(Direction::ToBoard, &mut unit, now) {
+            self.board_queue.push_back((at, unit));
+        }
+    }
+
+    /// The packets for the board whose release time has come by `now`, in order.
+    pub(crate) fn due_to_board(&mut self, now: f64) -> Vec<Unit> {
+        let mut due = Vec::new();
+        while self.board_queue.front().is_some_and(|(at, _)| *at <= now) {
+            due.push(self.board_queue.pop_front().expect("checked").1);
+        }
+        due
+    }
+
+    /// The board's answer bytes at `now`: framed, through the faults, queued for the runtime.
+    pub(crate) fn queue_answers(&mut self, bytes: &[u8], now: f64) {
+        self.to_runtime.push(bytes);
+        while let Some(mut unit) = self.to_runtime.next_unit() {
+            if let Some(at) = self.faults.apply(Direction::ToRuntime, &mut unit, now) {
+                self.runtime_queue.push_back((at, unit));
+            }
+        }
+    }
+
+    /// Writes the runtime every answer due by `now`; `written` hears the length of each one
+    /// written while the cable is in.
+    pub(crate) fn deliver_to_runtime(&mut self, now: f64, mut written: impl FnMut(usize)) {
+        while self.runtime_queue.front().is_some_and(|(at, _)| *at <= now) {
+            let (_, unit) = self.runtime_queue.pop_front().expect("checked");
+            if self.port.plugged() {
+                written(unit.bytes().len());
+            }
+            self.port.write(unit.bytes());
+        }
+    }
+
+    /// Plugs or pulls the cable as the fault windows say at `now`; `plugging` runs just before
+    /// a new connection exists. A pty that cannot be had stays out, tried again next turn.
+    pub(crate) fn cable(&mut self, now: f64, plugging: impl FnOnce()) {
+        let out = self.faults.unplugged(now);
+        if out && self.port.plugged() {
+            self.port.unplug();
+        } else if !out && !self.port.plugged() {
+            plugging();
+            let _ = self.port.plug();
         }
     }
 }

@@ -13,7 +13,6 @@
 //!
 //! Before anything moves, [`HilBoard::open`] checks that the port is a clawrl board with every
 //! servo of the robot (one message otherwise), and only then enters HIL mode.
-use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,9 +28,8 @@ use clawrl_runtime::link::{Link, LinkError};
 use serialport::SerialPort;
 
 use crate::body::MujocoBody;
-use crate::faults::{Direction, Faults};
 use crate::framer::{Framer, Unit};
-use crate::line::{BridgeConfig, Event, Port, Sample, Trace};
+use crate::line::{BridgeConfig, Event, Line, Port, Sample, Trace};
 
 /// The firmware's servo count: the robot's, and what [`HilBoard::open`] checks for (one
 /// number, the protocol's; issue 41 makes it a maximum and a live count).
@@ -290,21 +288,13 @@ fn safety_state(register: u8) -> SafetyState {
     }
 }
 
-/// Packets waiting for their release time (s since the start).
-type Queue = VecDeque<(f64, Unit)>;
-
 /// The real-board bridge's loop: the runtime's pty, the faults, the board over its port and
 /// the body, on the wall clock.
 pub(crate) struct RealLoop {
     board: HilBoard,
     body: MujocoBody,
-    port: Port,
+    line: Line,
     cfg: BridgeConfig,
-    faults: Faults,
-    to_board: Framer,
-    to_runtime: Framer,
-    board_queue: Queue,
-    runtime_queue: Queue,
     events: Vec<(f64, Event)>,
     pulses: Pulses,
     exchange_us: u64,
@@ -328,13 +318,8 @@ impl RealLoop {
         Self {
             board,
             body,
-            port,
-            faults: Faults::new(cfg.faults.clone(), cfg.fault_seed),
+            line: Line::new(port, &cfg),
             cfg,
-            to_board: Framer::default(),
-            to_runtime: Framer::default(),
-            board_queue: Queue::new(),
-            runtime_queue: Queue::new(),
             events,
             pulses: [None; SERVOS],
             exchange_us,
@@ -355,13 +340,10 @@ impl RealLoop {
         let exchange_s = (self.cfg.period_us / per_period) as f64 * 1e-6;
         let mut buf = [0u8; 512];
         while !stop.load(Ordering::Relaxed) {
-            let n = self.port.read(&mut buf);
-            self.to_board.push(&buf[..n]);
-            while let Some(mut unit) = self.to_board.next_unit() {
+            let (_, units) = self.line.read_runtime(&mut buf);
+            for unit in units {
                 let t = self.now_s();
-                if let Some(at) = self.faults.apply(Direction::ToBoard, &mut unit, t) {
-                    self.board_queue.push_back((at, unit));
-                }
+                self.line.send_to_board(unit, t);
             }
             self.deliver_to_board()?;
             self.deliver_to_runtime();
@@ -372,42 +354,29 @@ impl RealLoop {
             self.cable();
         }
         self.trace.wall = self.start.elapsed();
-        self.trace.faults = self.faults.counts;
+        self.trace.faults = self.line.faults.counts;
         self.trace.physics_steps = self.body.steps();
         Ok(self.trace)
     }
 
     fn cable(&mut self) {
-        let out = self.faults.unplugged(self.now_s());
-        if out && self.port.plugged() {
-            self.port.unplug();
-        } else if !out && !self.port.plugged() {
-            // No pty to be had: stays out, tried again next turn.
-            let _ = self.port.plug();
-        }
+        let now = self.now_s();
+        self.line.cable(now, || {});
     }
 
+    /// Passes the board every packet whose time has come; its answers go on the way back.
     fn deliver_to_board(&mut self) -> Result<()> {
         let now = self.now_s();
-        while self.board_queue.front().is_some_and(|(at, _)| *at <= now) {
-            let (_, unit) = self.board_queue.pop_front().expect("checked");
+        for unit in self.line.due_to_board(now) {
             let back = self.board.pass(&unit)?;
-            self.to_runtime.push(&back);
-        }
-        while let Some(mut unit) = self.to_runtime.next_unit() {
-            if let Some(at) = self.faults.apply(Direction::ToRuntime, &mut unit, now) {
-                self.runtime_queue.push_back((at, unit));
-            }
+            self.line.queue_answers(&back, now);
         }
         Ok(())
     }
 
     fn deliver_to_runtime(&mut self) {
         let now = self.now_s();
-        while self.runtime_queue.front().is_some_and(|(at, _)| *at <= now) {
-            let (_, unit) = self.runtime_queue.pop_front().expect("checked");
-            self.port.write(unit.bytes());
-        }
+        self.line.deliver_to_runtime(now, |_| {});
     }
 
     /// One exchange: the body under the board's last pulses, its sensors to the board and

@@ -536,7 +536,7 @@ pub fn check_wiring(s: &Scenario, setup: &Setup) -> Result<(String, bool)> {
     let bridge = Bridge::spawn(&setup.dir, firmware, body, bridge_cfg)?;
     let cfg = runtime_config(setup, bridge.port(), s)?;
     let pose = clawrl_runtime::wiring::Pose::Stand;
-    let checked = clawrl_runtime::wiring::check(&cfg, pose, Some(lockstep));
+    let checked = clawrl_runtime::run::check_wiring(&cfg, pose, Some(lockstep));
     bridge.finish()?;
     checked
 }

@@ -158,7 +158,7 @@ pub struct CheckWiringArgs {
 
 pub fn check_wiring(a: &CheckWiringArgs) -> Result<String> {
     let cfg = RuntimeConfig::find_and_load(a.config.as_deref(), &a.set)?;
-    let (table, ok) = crate::wiring::check(&cfg, a.pose, None)?;
+    let (table, ok) = crate::run::check_wiring(&cfg, a.pose, None)?;
     if !ok {
         // The table on stdout (where a pipe or a file wants it), the verdict as the error.
         println!("{table}");

@@ -308,6 +308,18 @@ pub fn connect(cfg: &RuntimeConfig, clear_estop: bool) -> Result<Link> {
     connect_info(cfg, clear_estop, None).map(|(link, _)| link)
 }
 
+/// `clawrl-runtime check-wiring`: connects as `run` does and checks every servo against its
+/// angle in `pose` ([`crate::wiring::check`]). Nothing moves.
+pub fn check_wiring(
+    cfg: &RuntimeConfig,
+    pose: crate::wiring::Pose,
+    lockstep: Option<Arc<Lockstep>>,
+) -> Result<(String, bool)> {
+    let servos = crate::wiring::servos(cfg, pose);
+    let (mut link, _) = connect_named(cfg, false, lockstep, &servos)?;
+    crate::wiring::check(&mut link, &servos)
+}
+
 /// [`connect_info`] with a servo that does not answer its PING named
 /// ([`crate::wiring::silent_servo`]).
 pub fn connect_named(

@@ -11,13 +11,12 @@
 //! abduction, claws) and pairs that rest at the same angle (the left and right knees) look the
 //! same either way: telling those apart needs a motion the IMU sees, not built yet (issue 41).
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clawrl_robot::quadruped::{self, NUM_SERVOS};
 
 use crate::config::RuntimeConfig;
-use crate::lockstep::Lockstep;
+use crate::link::Link;
 
 /// How far from the pose's angle a servo may read and still fit (rad): legs settle a few
 /// degrees off the keyframe under the robot's weight (0.1 rad measured in HIL).
@@ -207,23 +206,17 @@ pub fn report(servos: &[Servo], read: &[f64], findings: &[Finding]) -> String {
     t
 }
 
-/// The check on the robot: every servo of the description PINGed at its ID (a silent one is
-/// named), the board's handshake as `run` makes it (torque off), each servo's position read
-/// at its own ID, and each against its angle in `pose`. Returns the report and whether every
-/// servo fits. Nothing moves.
-pub fn check(
-    cfg: &RuntimeConfig,
-    pose: Pose,
-    lockstep: Option<Arc<Lockstep>>,
-) -> anyhow::Result<(String, bool)> {
-    let servos = servos(cfg, pose);
-    let (mut link, _) = crate::run::connect_named(cfg, false, lockstep, &servos)?;
+/// The check on a connected board (`crate::run::check_wiring` connects as `run` does: every
+/// servo of the description PINGed at its ID, a silent one named, torque off): each servo's
+/// position read at its own ID, and each against its angle in the pose of `servos`. Returns
+/// the report and whether every servo fits. Nothing moves.
+pub fn check(link: &mut Link, servos: &[Servo]) -> anyhow::Result<(String, bool)> {
     let read = link
         .read_servo_positions()
         .context("reading the servos' positions")?;
-    let findings = against_pose(&servos, &read);
+    let findings = against_pose(servos, &read);
     let ok = findings.iter().all(|f| f.fits());
-    Ok((report(&servos, &read, &findings), ok))
+    Ok((report(servos, &read, &findings), ok))
 }
 
 /// A servo that did not answer its PING at start-up, by name.

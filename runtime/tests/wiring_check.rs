@@ -7,7 +7,7 @@ mod common;
 use clawrl_firmware::FirmwareConfig;
 use clawrl_firmware::virtual_board::{ServoModel, VirtualBoard};
 use clawrl_runtime::config::RuntimeConfig;
-use clawrl_runtime::wiring::{self, Pose};
+use clawrl_runtime::wiring::Pose;
 
 fn config(dir: &std::path::Path, board: &VirtualBoard, description: &str) -> RuntimeConfig {
     let desc = dir.join("robot_description.toml");
@@ -43,7 +43,10 @@ fn an_id_the_board_does_not_have_is_named() {
     // FL_knee described at ID 40: the board answers it at ID 3.
     let text = shipped_description().replacen("id = 3\n", "id = 40\n", 1);
     let cfg = config(dir.path(), &board, &text);
-    let e = format!("{:#}", wiring::check(&cfg, Pose::Rest, None).unwrap_err());
+    let e = format!(
+        "{:#}",
+        clawrl_runtime::run::check_wiring(&cfg, Pose::Rest, None).unwrap_err()
+    );
     assert!(e.contains("servo FL_knee (ID 40) does not answer"), "{e}");
 }
 
@@ -53,7 +56,7 @@ fn every_id_answers_and_mid_range_joints_are_away_from_the_pose() {
     let fw = FirmwareConfig::claw_foot();
     let board = VirtualBoard::spawn_on_pty(fw.clone(), ServoModel::new(&fw)).unwrap();
     let cfg = config(dir.path(), &board, &shipped_description());
-    let (table, ok) = wiring::check(&cfg, Pose::Rest, None).unwrap();
+    let (table, ok) = clawrl_runtime::run::check_wiring(&cfg, Pose::Rest, None).unwrap();
     assert!(!ok, "{table}");
     assert_eq!(
         table.matches("| ok |").count(),
