@@ -175,11 +175,12 @@ impl Controller {
         put(out, board::HIL_MODE, &[self.hil.mode as u8]);
         put(out, board::HIL_SENSORS, &self.hil.raw);
         put(out, board::HIL_OUTPUTS, &self.tick_count.to_le_bytes());
-        for (i, s) in self.servos.iter().enumerate() {
+        // Per channel, as the outputs would carry them.
+        for (s, c) in self.servos.iter().zip(&self.config.servos) {
             let tenths = units::libm_round(s.pulse_us * 10.0).clamp(0, u16::MAX as i32) as u16;
             put(
                 out,
-                board::HIL_OUTPUTS + 4 + 2 * i as u16,
+                board::HIL_OUTPUTS + 4 + 2 * u16::from(c.channel),
                 &tenths.to_le_bytes(),
             );
         }
@@ -401,7 +402,14 @@ impl Controller {
             board::HIL_SENSORS => {
                 if commit {
                     self.hil.raw.copy_from_slice(raw);
-                    self.hil.written = Some((Self::hil_sensors(raw), self.now_us));
+                    // The block stands in for the wires: its entries are per channel, as
+                    // the inputs `runner::read_sensors` reads; each servo takes its channel's.
+                    let mut sensors = Self::hil_sensors(raw);
+                    let by_channel = sensors.servos;
+                    for (servo, c) in sensors.servos.iter_mut().zip(&self.config.servos) {
+                        *servo = by_channel[usize::from(c.channel)];
+                    }
+                    self.hil.written = Some((sensors, self.now_us));
                 }
             }
             board::HIL_MODE => {

@@ -260,3 +260,52 @@ fn reboot_leaves_hil_mode() {
     let (_, _, d) = rig.read(BOARD, board::HIL_MODE, 1);
     assert_eq!(d, vec![0]);
 }
+
+/// A board wired in another order (slot i on channel 15 - i): the HIL blocks stand in for the
+/// wires, so a servo reads the HIL Sensors entry of its channel and its pulse reads back at its
+/// channel's HIL Outputs entry.
+#[test]
+fn the_hil_blocks_are_per_channel() {
+    let mut cfg = FirmwareConfig::claw_foot();
+    for (i, s) in cfg.servos.iter_mut().enumerate() {
+        s.channel = 15 - i as u8;
+    }
+    let mut rig = Rig::new(cfg.clone());
+    rig.advance_ms(5);
+    // Entry c holds the mid-range of the servo on channel c, FL_hip_abd's (channel 15) 0.25.
+    let mid = |slot: usize| 0.5 * (cfg.servos[slot].min_rad + cfg.servos[slot].max_rad);
+    let by_channel = |c: usize| if c == 15 { 0.25 } else { mid(15 - c) };
+    let b = block(by_channel, [0.0; 3], [0.0, 0.0, 9.81]);
+    into_hil(&mut rig, &b);
+    assert_eq!(
+        rig.write(BOARD, board::SAFETY_COMMAND, &[board::command::ENABLE]),
+        0
+    );
+    // 200 ms: every held servo has slewed from its boot-time goal to where the simulator has it.
+    for _ in 0..200 {
+        write_block(&mut rig, &b);
+        rig.advance_ms(1);
+    }
+    let (_, err, d) = rig.read(1, servo::PRESENT_POSITION, 4);
+    assert_eq!(err, 0);
+    let rad = ticks_to_rad(i32::from_le_bytes(d.try_into().unwrap()));
+    assert!(
+        (rad - 0.25).abs() < 2e-3,
+        "ID 1 reads its channel's entry: {rad}"
+    );
+    // Held where it is: 0.25 rad on the DS3230 law, at channel 15's entry; RR_claw (slot 15)
+    // at channel 0's.
+    let (_, pulses) = hil_outputs(&mut rig);
+    let want = cfg.servos[0].calibration.pulse_us(0.25);
+    assert!(
+        (pulses[15] - want).abs() < 0.2,
+        "{} against {want}",
+        pulses[15]
+    );
+    let rr_claw = cfg.servos[15].calibration.pulse_us(mid(15));
+    assert!(
+        (pulses[0] - rr_claw).abs() < 0.2,
+        "{} against {rr_claw}",
+        pulses[0]
+    );
+}

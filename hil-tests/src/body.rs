@@ -49,7 +49,10 @@ impl Wiring {
                     .pwm
                     .as_ref()
                     .ok_or_else(|| format!("servo {name:?} has no pwm"))?;
-                let law = &description.pwm_models[&pwm.model];
+                let law = description
+                    .pwm_models
+                    .get(&pwm.model)
+                    .ok_or_else(|| format!("servo {name:?}: no [pwm_model.{}]", pwm.model))?;
                 Ok(WiredServo {
                     channel: usize::from(pwm.channel),
                     center_us: law.center_us,
@@ -105,7 +108,7 @@ impl Wiring {
         let j = self.joints.iter().position(|w| w.channel == channel)?;
         let w = &self.joints[j];
         let servo_rad = (f64::from(pulse_us) - w.center_us) / w.us_per_rad;
-        Some((j, w.direction * servo_rad - w.offset_rad))
+        Some((j, w.joint_angle(servo_rad)))
     }
 }
 
