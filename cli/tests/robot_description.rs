@@ -184,4 +184,14 @@ fn every_shipped_robot_checks() {
         out.contains("bus IDs: 1 FR_hip_abd, 2 FR_hip_pitch, 3 FR_knee, 4 FL_hip_abd,"),
         "{out}"
     );
+    // Whether clawrl's servo board can drive it, said, not failed: pup12 has 12 servos.
+    assert!(
+        out.contains("board: not the clawrl servo board's: robot \"pup12\" has 12 servos"),
+        "{out}"
+    );
+    let (out, _) = ok(clawrl(&["robot", "check", "robots/claw_quadruped"]).current_dir(repo()));
+    assert!(
+        out.contains("board: the clawrl servo board drives it as described"),
+        "{out}"
+    );
 }

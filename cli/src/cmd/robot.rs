@@ -57,6 +57,7 @@ fn check(path: &Path) -> Result<()> {
     print_servos(d);
     print_bus_order(d);
     print_parts(d);
+    print_board(d);
     let todo = &loaded.file.robot.todo;
     if !todo.is_empty() {
         println!(
@@ -109,6 +110,19 @@ fn print_bus_order(d: &RobotDescription) {
     by_id.sort();
     let order: Vec<String> = by_id.iter().map(|(id, n)| format!("{id} {n}")).collect();
     println!("\nbus IDs: {}", order.join(", "));
+}
+
+/// Whether clawrl's servo board can drive the robot as described (IDs, PWM channels, pulse
+/// laws): what its image would be built with (firmware/board/build.rs). Not a failure when it
+/// cannot: a robot may have another board.
+fn print_board(d: &RobotDescription) {
+    match clawrl_firmware::FirmwareConfig::from_description(d) {
+        Ok(_) => println!(
+            "\nboard: the clawrl servo board drives it as described (every ID, PWM channel and \
+             pulse law; build its image with CLAWRL_ROBOT_DESCRIPTION, firmware/board/README.md)"
+        ),
+        Err(why) => println!("\nboard: not the clawrl servo board's: {why}"),
+    }
 }
 
 fn print_parts(d: &RobotDescription) {
