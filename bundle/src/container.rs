@@ -307,6 +307,21 @@ pub fn read_bytes(path: &Path, bytes: &[u8], trust: &Trust) -> Result<Bundle, Bu
         )));
     }
 
+    // The version before the fields: a bundle from a newer clawrl says so, instead of naming
+    // the first field this program does not know.
+    let version = serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| v.get("format_version")?.as_u64());
+    if let Some(v) = version.filter(|&v| v > u64::from(crate::FORMAT_VERSION)) {
+        return Err(err(
+            Check::Manifest,
+            format!(
+                "format_version {v}: made by a newer clawrl than this one (it reads format {}); \
+                 update this program to read it",
+                crate::FORMAT_VERSION
+            ),
+        ));
+    }
     let manifest: Manifest =
         serde_json::from_str(json).map_err(|e| err(Check::Manifest, e.to_string()))?;
     manifest

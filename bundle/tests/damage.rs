@@ -219,6 +219,13 @@ fn a_changed_manifest_is_refused_by_integrity_and_a_bad_one_with_a_fresh_digest_
             "\"clip\":0.0",
             "observation.normalizer.clip",
         ),
+        // A newer format with a field this program does not know: the version is named, not
+        // the field.
+        (
+            "\"format_version\":1",
+            "\"format_version\":2,\"gait_clock\":0",
+            "made by a newer clawrl than this one (it reads format 1)",
+        ),
     ] {
         let (_d, p) = written("c.clawrl", cartpole());
         rewrite_metadata(&p, |m| {
