@@ -89,6 +89,7 @@ pub fn simulate(
             &Input {
                 state: Some(state),
                 stop: false,
+                command: None,
             },
             &mut out,
         );

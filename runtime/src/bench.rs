@@ -464,7 +464,11 @@ pub fn cycle(bundle: &clawrl_bundle::Bundle, iterations: usize) -> Result<CycleT
                 state = wire::decode_state(s.data, s.error & clawrl_protocol::ALERT_BIT != 0);
             }
         }
-        let input = Input { state, stop: false };
+        let input = Input {
+            state,
+            stop: false,
+            command: None,
+        };
         c.step(&input, &mut out);
         if let Some(g) = &out.goals {
             encoder.encode(g, &mut ticks);

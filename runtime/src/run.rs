@@ -200,6 +200,7 @@ impl<P: Act> ControlLoop<P> {
         let input = Input {
             state: self.latest,
             stop,
+            command: None,
         };
         let prev = self.controller.phase();
         self.controller.step(&input, &mut self.out);

@@ -122,6 +122,7 @@ fn safety_sequence<P: crate::controller::Act>(c: &mut Controller<P>) -> Result<V
             Input {
                 state: Some(reading(pose)),
                 stop: false,
+                command: None,
             },
             &mut out,
         )?;
@@ -149,6 +150,7 @@ fn safety_sequence<P: crate::controller::Act>(c: &mut Controller<P>) -> Result<V
         Input {
             state: Some(bad),
             stop: false,
+            command: None,
         },
         &mut out,
     )?;
@@ -163,6 +165,7 @@ fn safety_sequence<P: crate::controller::Act>(c: &mut Controller<P>) -> Result<V
         Input {
             state: Some(reading(held)),
             stop: false,
+            command: None,
         },
         &mut out,
     )?;
@@ -179,6 +182,7 @@ fn safety_sequence<P: crate::controller::Act>(c: &mut Controller<P>) -> Result<V
             Input {
                 state: Some(reading(out.goals.unwrap_or(held))),
                 stop: true,
+                command: None,
             },
             &mut out,
         )?;

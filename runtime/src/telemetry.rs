@@ -56,7 +56,10 @@ pub struct Record {
 }
 
 /// Bytes of one record on disk.
-pub const RECORD_LEN: usize = 8 * 3 + 2 + (2 + STATE_LEN) + OUTPUT_LEN + 4 * NUM_SERVOS;
+pub const RECORD_LEN: usize =
+    8 * 3 + 2 + (2 + STATE_LEN) + COMMAND_LEN + OUTPUT_LEN + 4 * NUM_SERVOS;
+/// The live command: whether there was one, and its three values.
+const COMMAND_LEN: usize = 1 + 8 * 3;
 const STATE_LEN: usize = 8 * (3 + 4 + 3 + 2 * NUM_SERVOS) + 2 * NUM_SERVOS + 4 + 4 + 1;
 const OUTPUT_LEN: usize = 1 + 1 + 1 + 1 + 8 * NUM_SERVOS + 4 * FRAME_DIM + 4 * NUM_SERVOS + 4 + 1;
 
@@ -144,6 +147,8 @@ impl Record {
         p.bytes(&s.tick.to_le_bytes());
         p.bytes(&s.uptime_us.to_le_bytes());
         p.u8(u8::from(s.alert));
+        p.u8(u8::from(self.input.command.is_some()));
+        p.f64s(&self.input.command.unwrap_or([0.0; 3]));
         let o = &self.output;
         p.u8(o.phase.code());
         p.u8(board_code(o.board));
@@ -176,6 +181,8 @@ impl Record {
         let tick = u32::from_le_bytes(t.array());
         let uptime_us = u32::from_le_bytes(t.array());
         let alert = t.u8() != 0;
+        let has_command = t.u8() != 0;
+        let command = t.f64s::<3>();
         let state = BoardState {
             sensors,
             current_ma,
@@ -208,6 +215,7 @@ impl Record {
             input: Input {
                 state: fresh.then_some(state),
                 stop,
+                command: has_command.then_some(command),
             },
             output,
             ticks,
@@ -471,6 +479,7 @@ mod tests {
         r.input = Input {
             state: Some(s),
             stop: true,
+            command: Some([0.3, -0.1, 0.5]),
         };
         r.output.phase = Phase::Fault(Fault::Stale);
         r.output.goals = Some([0.25; NUM_SERVOS]);

@@ -105,8 +105,11 @@ pub enum BoardCommand {
 pub struct Input {
     /// A reading that arrived since the last cycle (`None`: nothing new).
     pub state: Option<BoardState>,
-    /// SIGINT/SIGTERM was received.
+    /// SIGINT/SIGTERM was received (or a command source asked for the stop).
     pub stop: bool,
+    /// This cycle's live velocity command (a command source's, through
+    /// `crate::command::CommandGuard`); `None`: the configured `control.command`.
+    pub command: Option<[f64; 3]>,
 }
 
 /// What one cycle decided.
@@ -161,6 +164,8 @@ pub struct Controller<P> {
     targets: [f64; NUM_SERVOS],
     /// The heading (rad) the yaw command holds, taken at the policy's first cycle of a takeover.
     held_heading: Option<f64>,
+    /// This cycle's live command ([`Input::command`]).
+    live_command: Option<[f64; 3]>,
 }
 
 impl<P: Act> Controller<P> {
@@ -182,6 +187,7 @@ impl<P: Act> Controller<P> {
             action: [0.0; NUM_SERVOS],
             targets: [0.0; NUM_SERVOS],
             held_heading: None,
+            live_command: None,
         }
     }
 
@@ -208,6 +214,7 @@ impl<P: Act> Controller<P> {
 
     /// Runs one cycle.
     pub fn step(&mut self, input: &Input, out: &mut Output) {
+        self.live_command = input.command;
         out.board = BoardCommand::None;
         out.goals = None;
         out.policy_ran = false;
@@ -311,9 +318,13 @@ impl<P: Act> Controller<P> {
         t * t * (3.0 - 2.0 * t)
     }
 
-    /// The configured command; with `heading_gain` its yaw steers back to the heading held
-    /// since the takeover, as the slope task's heading command does in training.
+    /// This cycle's live command when a source gives one (the operator steers; no heading
+    /// hold); else the configured command, its yaw steered back to the heading held since the
+    /// takeover when `heading_gain` > 0, as the slope task's heading command does in training.
     fn command(&mut self, quat: [f64; 4]) -> [f64; 3] {
+        if let Some(live) = self.live_command {
+            return live;
+        }
         let mut c = self.cfg.command;
         if self.cfg.heading_gain > 0.0 {
             let heading = rotation::heading(quat);

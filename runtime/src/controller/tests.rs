@@ -71,6 +71,7 @@ fn fresh(c: &mut Controller<Fixed>, out: &mut Output, n: usize) -> Vec<Output> {
                 &Input {
                     state: Some(reading(pose)),
                     stop: false,
+                    command: None,
                 },
                 out,
             );
@@ -214,6 +215,7 @@ fn a_non_finite_reading_while_running_latches_the_fault_and_holds() {
             &Input {
                 state: Some(bad),
                 stop: false,
+                command: None,
             },
             &mut out,
         );
@@ -252,6 +254,7 @@ fn a_stop_while_running_halts_fades_out_to_the_default_pose_then_lowers() {
         let input = Input {
             state: Some(reading(pose)),
             stop: true,
+            command: None,
         };
         c.step(&input, &mut out);
         outs.push(out);
@@ -324,6 +327,7 @@ fn a_stop_before_the_policy_runs_lowers_straight_away() {
         &Input {
             state: Some(reading(pose)),
             stop: true,
+            command: None,
         },
         &mut out,
     );
@@ -369,6 +373,7 @@ fn a_reading_outside_the_limits_starts_from_the_nearest_limit() {
         &Input {
             state: Some(reading(pose)),
             stop: false,
+            command: None,
         },
         &mut out,
     );
@@ -399,6 +404,7 @@ fn a_nan_action_latches_the_fault_and_holds_the_last_goal() {
             &Input {
                 state: Some(reading(held)),
                 stop: true,
+                command: None,
             },
             &mut out,
         );
@@ -420,6 +426,7 @@ fn a_tilt_past_the_limit_latches_the_e_stop() {
         &Input {
             state: Some(fallen),
             stop: false,
+            command: None,
         },
         &mut out,
     );
@@ -437,6 +444,7 @@ fn a_tilt_past_the_limit_latches_the_e_stop() {
         &Input {
             state: None,
             stop: true,
+            command: None,
         },
         &mut out,
     );
@@ -455,6 +463,7 @@ fn missing_readings_become_the_stale_fault_after_the_configured_cycles() {
     let none = Input {
         state: None,
         stop: false,
+        command: None,
     };
     c.step(&none, &mut out);
     c.step(&none, &mut out);
@@ -483,6 +492,7 @@ fn the_board_alert_bit_hands_over_to_the_board() {
         &Input {
             state: Some(s),
             stop: false,
+            command: None,
         },
         &mut out,
     );
@@ -570,6 +580,7 @@ fn a_tilt_during_the_halt_wins_over_the_stop() {
     let stop = |s| Input {
         state: Some(s),
         stop: true,
+        command: None,
     };
     c.step(&stop(reading(out.goals.unwrap())), &mut out);
     assert_eq!(out.phase, Phase::Halting);
@@ -593,6 +604,7 @@ fn a_nan_and_a_stop_in_one_cycle_latch_the_fault_then_a_tilt_e_stops() {
     let stop = |s| Input {
         state: Some(s),
         stop: true,
+        command: None,
     };
     // The stop halts; the policy, run in the halt, meets the NaN.
     c.step(&stop(bad), &mut out);
@@ -714,6 +726,7 @@ fn a_tilt_exactly_at_the_limit_is_not_past_it() {
             &Input {
                 state: Some(fallen(out.goals.unwrap())),
                 stop: false,
+                command: None,
             },
             &mut out,
         );
@@ -809,6 +822,7 @@ fn the_heading_hold_steers_back_to_the_takeover_heading() {
                 let input = Input {
                     state: Some(yawed(pose, yaw)),
                     stop: false,
+                    command: None,
                 };
                 c.step(&input, &mut out);
                 out
@@ -837,4 +851,54 @@ fn the_heading_hold_steers_back_to_the_takeover_heading() {
     // Off: the configured yaw rate (0) whatever the heading.
     let off = run(0.0, &yaws);
     assert!(off.iter().all(|o| o.frame[COMMAND + 2] == 0.0));
+}
+
+/// A live command (`Input::command`, a source's through the command guard) is what the
+/// policy sees, cycle by cycle, in place of the configured one and of the heading hold; a
+/// cycle without one falls back to the configured command; a stop still zeroes it.
+#[test]
+fn a_live_command_replaces_the_configured_one_cycle_by_cycle() {
+    use clawrl_robot::observation::offsets::COMMAND;
+    let mut c = controller_with(
+        0.2,
+        None,
+        SafetyConfig {
+            heading_gain: 0.5,
+            heading_yaw_limit: 0.8,
+            ..cfg()
+        },
+    );
+    let mut out = Output::default();
+    let mut seen = Vec::new();
+    for k in 0..60 {
+        let pose = out.goals.unwrap_or(REST_POSE);
+        let command = match k {
+            0..45 => Some([0.25, -0.1, 0.4]),
+            45..50 => None,
+            _ => Some([0.1, 0.0, 0.0]),
+        };
+        let input = Input {
+            state: Some(reading(pose)),
+            stop: k >= 55,
+            command,
+        };
+        c.step(&input, &mut out);
+        if out.policy_ran {
+            seen.push((k, out.phase, out.frame[COMMAND..COMMAND + 3].to_vec()));
+        }
+    }
+    let at = |k: usize| seen.iter().find(|s| s.0 == k).unwrap().clone();
+    assert_eq!(
+        at(44).2,
+        [0.25, -0.1, 0.4],
+        "the live command, no heading hold"
+    );
+    assert_eq!(
+        at(46).2,
+        [0.3, 0.0, 0.0],
+        "none this cycle: the configured one"
+    );
+    assert_eq!(at(52).2, [0.1, 0.0, 0.0]);
+    let halting = seen.iter().find(|s| s.1 == Phase::Halting).unwrap();
+    assert_eq!(halting.2, [0.0, 0.0, 0.0], "a stop zeroes it, live or not");
 }
