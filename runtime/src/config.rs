@@ -79,6 +79,86 @@ pub struct RuntimeConfig {
     pub safety: SafetySection,
     pub install: InstallConfig,
     pub telemetry: TelemetryConfig,
+    /// Where the velocity command comes from; absent: `control.command`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandSection>,
+}
+
+/// `[command]`: live velocity commands (runtime/README.md, "Live commands") and the rules
+/// that keep them safe (`crate::command::CommandGuard`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandSection {
+    /// "fixed": `control.command`; "network": the command datagrams arriving on `listen`.
+    pub source: String,
+    /// UDP address to listen on for "network", e.g. "0.0.0.0:9870".
+    #[serde(default)]
+    pub listen: String,
+    /// Without a fresh command this long, the command ramps to zero (the robot stands).
+    pub timeout_s: f64,
+    /// Standing at zero this much longer without one, the stop sequence.
+    pub stop_after_s: f64,
+    /// Largest change per second: forward, lateral (m/s per s), yaw (rad/s per s).
+    pub max_rate: [f64; 3],
+    /// `[low, high]` per axis: a command is clipped to them (the ranges the policy was trained
+    /// on: the task config's `command.forward`, `lateral`, `yaw_rate`).
+    pub ranges: [[f64; 2]; 3],
+}
+
+impl CommandSection {
+    /// Whether commands come from a source rather than `control.command`.
+    pub fn live(&self) -> bool {
+        self.source != "fixed"
+    }
+
+    /// The guard's limits at control rate `rate_hz`.
+    pub fn limits(&self, rate_hz: f64) -> crate::command::CommandLimits {
+        crate::command::CommandLimits {
+            ranges: self.ranges,
+            max_rate: self.max_rate,
+            timeout_s: self.timeout_s,
+            stop_after_s: self.stop_after_s,
+            rate_hz,
+        }
+    }
+
+    fn validate(&self) -> Result<(), KeyError> {
+        if !["fixed", "network"].contains(&self.source.as_str()) {
+            return Err(KeyError::new(
+                "command.source",
+                format!("{:?} is not one of fixed, network", self.source),
+            ));
+        }
+        if self.source == "network" && self.listen.parse::<std::net::SocketAddr>().is_err() {
+            return Err(KeyError::new(
+                "command.listen",
+                format!(
+                    "{:?} is not an address and port, e.g. \"0.0.0.0:9870\"",
+                    self.listen
+                ),
+            ));
+        }
+        check_range("command.timeout_s", self.timeout_s, 0.02, 10.0)?;
+        check_range("command.stop_after_s", self.stop_after_s, 0.0, 60.0)?;
+        for (i, axis) in ["forward", "lateral", "yaw"].iter().enumerate() {
+            check_range(
+                &format!("command.max_rate[{i}]"),
+                self.max_rate[i],
+                0.01,
+                20.0,
+            )?;
+            let [lo, hi] = self.ranges[i];
+            if !(lo.is_finite() && hi.is_finite() && lo <= 0.0 && 0.0 <= hi) {
+                return Err(KeyError::new(
+                    format!("command.ranges[{i}]"),
+                    format!(
+                        "[{lo}, {hi}] for {axis} must hold 0 (the robot must be able to stand)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What this robot is: with `control.rate_hz` and the servo layout of the model, everything a
@@ -267,6 +347,9 @@ impl Validate for RuntimeConfig {
                     f.board_safe_behaviour
                 ),
             ));
+        }
+        if let Some(c) = &self.command {
+            c.validate()?;
         }
         if self.install.require_signature && self.install.trusted_keys.is_empty() {
             return Err(KeyError::new(

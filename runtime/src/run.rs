@@ -163,6 +163,7 @@ impl<P: Act> ControlLoop<P> {
         &mut self,
         ch: &Channels,
         stop: bool,
+        command: Option<[f64; 3]>,
         tick: Tick,
         woke: Instant,
         summary: &mut Summary,
@@ -200,7 +201,7 @@ impl<P: Act> ControlLoop<P> {
         let input = Input {
             state: self.latest,
             stop,
-            command: None,
+            command,
         };
         let prev = self.controller.phase();
         self.controller.step(&input, &mut self.out);
@@ -307,6 +308,23 @@ pub fn controller_for(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<ControlLoo
 /// latched in e-stop is refused unless `clear_estop` (see [`Link::handshake`]).
 pub fn connect(cfg: &RuntimeConfig, clear_estop: bool) -> Result<Link> {
     connect_info(cfg, clear_estop, None).map(|(link, _)| link)
+}
+
+/// The live command source the config's `[command]` names, listening; `None` for "fixed".
+fn live_commands(cfg: &RuntimeConfig) -> Result<Option<crate::command::Live>> {
+    let Some(c) = cfg.command.as_ref().filter(|c| c.live()) else {
+        return Ok(None);
+    };
+    let listen: std::net::SocketAddr = c.listen.parse().context("command.listen")?;
+    let live = crate::command::Live::start(listen, c.limits(cfg.control.rate_hz))
+        .with_context(|| format!("listening for commands on UDP {listen}"))?;
+    eprintln!(
+        "clawrl-runtime: commands from UDP {} (zero after {} s without one, the stop {} s later)",
+        live.local_addr().map_or(listen, |a| a),
+        c.timeout_s,
+        c.stop_after_s
+    );
+    Ok(Some(live))
 }
 
 /// `clawrl-runtime check-wiring`: connects as `run` does and checks every servo against its
@@ -448,6 +466,7 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
         telemetry: telemetry.as_ref().map(|(tx, _)| tx.clone()),
         notices: Some(notice_tx),
     };
+    let mut live = live_commands(cfg)?;
     // Whether the serial thread holds a command of ours (lockstep waits for its verdict).
     let mut pending = false;
     let ended = loop {
@@ -459,9 +478,20 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
         let timed_out = opts
             .duration
             .is_some_and(|d| pace.elapsed(summary.cycles) >= d);
-        let stop = opts.stop.load(Ordering::Relaxed) || timed_out;
+        // A live source: its command this cycle, and its stop (a stop datagram, an e-stop,
+        // silence past the timeout, a lost socket) as the operator's SIGINT.
+        let guarded = live.as_mut().map(crate::command::Live::cycle);
+        let asked = guarded.is_some_and(|g| g.request.is_some());
+        let stop = opts.stop.load(Ordering::Relaxed) || timed_out || asked;
         let dropped = summary.commands_dropped;
-        control.cycle(&ch, stop, tick, woke, &mut summary);
+        control.cycle(
+            &ch,
+            stop,
+            guarded.map(|g| g.command),
+            tick,
+            woke,
+            &mut summary,
+        );
         pending = summary.commands_dropped == dropped;
         if control.output().done {
             break Ok(());

@@ -164,7 +164,7 @@ fn the_running_control_loop_allocates_only_in_the_forward_pass() {
         let (a0, b0) = allocated();
         let tick = rate.wait();
         let woke = Instant::now();
-        control.cycle(&ch, false, tick, woke, summary);
+        control.cycle(&ch, false, None, tick, woke, summary);
         let (a1, b1) = allocated();
         counted.0 += a1 - a0;
         counted.1 += b1 - b0;

@@ -1,5 +1,5 @@
-//! Live velocity commands and the rules that keep them safe (issue 42, step 1: the sources
-//! and the guard, tested here; the control loop still takes `control.command`).
+//! Live velocity commands and the rules that keep them safe (issue 42): `run` drives a
+//! [`Live`] source once per control cycle when the config's `[command]` says so.
 //!
 //! A source (the network's [`udp::UdpSource`]; a gamepad next) yields [`Input`]s; the
 //! [`CommandGuard`] turns them, once per control period, into the command the policy sees and
@@ -146,6 +146,41 @@ impl CommandGuard {
 
     pub fn refused(&self) -> u64 {
         self.refused
+    }
+}
+
+/// The network source and its guard, as `run` drives them once per control cycle.
+pub struct Live {
+    source: udp::UdpSource,
+    guard: CommandGuard,
+    inputs: Vec<Input>,
+}
+
+impl Live {
+    /// Listens on `listen`; the guard starts at zero (nothing moves until a command comes).
+    pub fn start(listen: std::net::SocketAddr, limits: CommandLimits) -> std::io::Result<Self> {
+        Ok(Self {
+            source: udp::UdpSource::bind(listen)?,
+            guard: CommandGuard::new(limits),
+            inputs: Vec::with_capacity(16),
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.source.local_addr()
+    }
+
+    /// Drains the source (never blocks) and steps the guard: this cycle's command and what it
+    /// asks of the safety machine. A socket that fails is a lost source: the stop.
+    pub fn cycle(&mut self) -> Guarded {
+        self.inputs.clear();
+        if self.source.poll(&mut self.inputs).is_err() {
+            self.inputs.push(Input::Lost);
+        }
+        for &i in &self.inputs {
+            self.guard.push(i);
+        }
+        self.guard.step()
     }
 }
 

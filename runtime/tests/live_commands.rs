@@ -1,0 +1,186 @@
+//! Live commands through `run` (issue 42): the runtime on the virtual board, `[command]
+//! source = "network"`, a script sending the documented datagram over real UDP. The policy
+//! sees the commands (rate-limited, clipped), the telemetry records them, and when the script
+//! falls silent the command ramps to zero and the stop sequence follows on its own.
+mod common;
+
+use std::net::UdpSocket;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use clawrl_bundle::Trust;
+use clawrl_firmware::FirmwareConfig;
+use clawrl_firmware::virtual_board::{ServoModel, VirtualBoard};
+use clawrl_runtime::config::RuntimeConfig;
+use clawrl_runtime::controller::Phase;
+use clawrl_runtime::run::{RunOptions, run};
+use clawrl_runtime::telemetry::LogReader;
+use clawrl_runtime::{install, synthetic};
+
+fn datagram(seq: u32, v: [f32; 3]) -> Vec<u8> {
+    let mut b = b"CLWC".to_vec();
+    b.extend_from_slice(&[1, 0, 0, 0]);
+    b.extend_from_slice(&seq.to_le_bytes());
+    v.iter().for_each(|x| b.extend_from_slice(&x.to_le_bytes()));
+    b
+}
+
+#[test]
+fn network_commands_drive_the_policy_and_silence_ends_in_the_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fw = FirmwareConfig::claw_foot();
+    let board = VirtualBoard::spawn_on_pty(fw.clone(), ServoModel::new(&fw)).unwrap();
+    let port = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = format!(
+        "{}\n[command]\nsource = \"network\"\nlisten = \"127.0.0.1:{port}\"\ntimeout_s = 0.3\n\
+         stop_after_s = 0.5\nmax_rate = [1.0, 1.0, 2.0]\nranges = [[-0.2, 0.4], [-0.2, 0.2], [-0.8, 0.8]]\n",
+        common::shipped_config_text()
+    );
+    std::fs::write(d.join("robot.toml"), text).unwrap();
+    let sets = vec![
+        format!("serial.port={:?}", board.path()),
+        "serial.answer_timeout_ms=100".into(),
+        "control.realtime_priority=0".into(),
+        "control.cpu=-1".into(),
+        "safety.stand_s=0.5".into(),
+        "safety.fade_s=0.5".into(),
+        "safety.halt_s=0.5".into(),
+        "safety.lower_s=0.5".into(),
+        format!("telemetry.dir={:?}", d.join("log").display().to_string()),
+        format!("install.root={:?}", d.join("root").display().to_string()),
+    ];
+    let cfg = RuntimeConfig::load(&d.join("robot.toml"), &sets).unwrap();
+    let b = d.join("student.clawrl");
+    let (mut m, t) =
+        synthetic::quadruped_parts(&synthetic::SHIPPED_HIDDEN, synthetic::SHIPPED_HISTORY, 7);
+    m.robot.mjcf_sha256 = cfg.robot.mjcf_sha256.clone();
+    clawrl_bundle::write(&b, &m, &t, None).unwrap();
+    install::install(&d.join("root"), &b, &Trust::default(), &cfg.robot_spec()).unwrap();
+    let bundle = install::current_bundle(&d.join("root")).unwrap();
+
+    let runtime = std::thread::spawn(move || {
+        run(
+            &cfg,
+            &RunOptions {
+                bundle,
+                duration: Some(Duration::from_secs(20)),
+                stop: Arc::new(AtomicBool::new(false)),
+                clear_estop: false,
+                lockstep: None,
+            },
+        )
+    });
+    // A script: 0.6 m/s forward (clipped to 0.4) and a yaw of 0.3, every 50 ms for 2.5 s
+    // from the start (the policy takes over after 1 s), then silence.
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let start = Instant::now();
+    let mut seq = 0;
+    while start.elapsed() < Duration::from_millis(2500) {
+        seq += 1;
+        sender
+            .send_to(&datagram(seq, [0.6, 0.0, 0.3]), ("127.0.0.1", port))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let summary = runtime.join().unwrap().unwrap();
+    // It stopped on its own, long before its 20 s: silence, then zero, then the stop.
+    assert_eq!(summary.final_phase, Some(Phase::Off));
+    assert!(
+        summary.phases.contains(&Phase::Halting),
+        "{:?}",
+        summary.phases
+    );
+    assert!(summary.cycles < 50 * 8, "{} cycles", summary.cycles);
+
+    let mut log = LogReader::open(summary.log.as_ref().unwrap()).unwrap();
+    let mut commands = Vec::new();
+    while let Some(r) = log.next_record().unwrap() {
+        let c = r
+            .input
+            .command
+            .expect("a live source gives a command every cycle");
+        if r.output.policy_ran && r.output.phase == Phase::Running {
+            let seen = &r.output.frame[clawrl_robot::observation::offsets::COMMAND..][..3];
+            assert_eq!(
+                seen,
+                c.map(|x| x as f32),
+                "the policy sees the recorded command"
+            );
+        }
+        commands.push(c);
+    }
+    let top = commands.iter().map(|c| c[0]).fold(0.0, f64::max);
+    assert!(
+        (top - 0.4).abs() < 1e-9,
+        "clipped to the trained 0.4: {top}"
+    );
+    // 1.0 m/s per s: from 0 to 0.4 in 0.4 s, 0.02 a cycle at 50 Hz.
+    let steps: Vec<f64> = commands
+        .windows(2)
+        .map(|w| (w[1][0] - w[0][0]).abs())
+        .collect();
+    assert!(steps.iter().all(|s| *s <= 0.02 + 1e-9), "rate-limited");
+    assert!(
+        commands.iter().any(|c| (c[2] - 0.3).abs() < 1e-6),
+        "the yaw arrived"
+    );
+    assert_eq!(
+        commands.last().unwrap(),
+        &[0.0; 3],
+        "silence ramps it to zero"
+    );
+}
+
+/// A `[command]` section that cannot run is refused at load, naming the file and the key.
+#[test]
+fn a_bad_command_section_names_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("robot.toml");
+    let cases = [
+        (
+            "source = \"joystick\"",
+            "command.source",
+            "not one of fixed, network",
+        ),
+        (
+            "listen = \"robot\"",
+            "command.listen",
+            "not an address and port",
+        ),
+        (
+            "ranges = [[0.1, 0.4], [-0.2, 0.2], [-0.8, 0.8]]",
+            "command.ranges[0]",
+            "must hold 0",
+        ),
+    ];
+    for (line, key, why) in cases {
+        let mut section = vec![
+            "source = \"network\"",
+            "listen = \"127.0.0.1:9870\"",
+            "timeout_s = 0.5",
+            "stop_after_s = 2.0",
+            "max_rate = [1.0, 1.0, 2.0]",
+            "ranges = [[-0.2, 0.4], [-0.2, 0.2], [-0.8, 0.8]]",
+        ];
+        let k = line.split(' ').next().unwrap();
+        section.retain(|l| !l.starts_with(&format!("{k} ")));
+        section.push(line);
+        let text = format!(
+            "{}\n[command]\n{}\n",
+            common::shipped_config_text(),
+            section.join("\n")
+        );
+        std::fs::write(&path, text).unwrap();
+        let e = RuntimeConfig::load(&path, &[]).unwrap_err().to_string();
+        assert!(
+            e.contains(&path.display().to_string()) && e.contains(key) && e.contains(why),
+            "{line}: {e}"
+        );
+    }
+}
