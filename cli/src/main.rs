@@ -38,6 +38,7 @@ enum Command {
     Simulate(cmd::simulate::Args),
     Bench(cmd::bench::Args),
     SlopeCurve(cmd::slope_curve::Args),
+    Teleop(cmd::teleop::Args),
 }
 
 fn main() {
@@ -68,6 +69,7 @@ fn main() {
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::SlopeCurve(a) => cmd::slope_curve::run(a),
+        Command::Teleop(a) => cmd::teleop::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

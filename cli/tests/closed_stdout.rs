@@ -89,6 +89,8 @@ const SUBCOMMANDS: &[&str] = &[
     "simulate",
     "bench",
     "slope-curve",
+    "robot",
+    "teleop",
 ];
 
 #[test]

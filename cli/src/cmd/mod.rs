@@ -14,6 +14,7 @@ pub mod robot;
 pub mod serve;
 pub mod simulate;
 pub mod slope_curve;
+pub mod teleop;
 pub mod train;
 pub mod verify;
 
