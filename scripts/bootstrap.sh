@@ -41,3 +41,10 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libOSMesa\.so\.8' && command -v apt-get 
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libosmesa6; } ||
         echo "bootstrap: could not install libosmesa6; the rendering tests (render/tests) will fail" >&2
 fi
+# The official Python MCAP reader, the third-party peer hil-tests/tests/mcap.rs opens the runtime's
+# MCAP with (into third_party/pymcap, from PyPI; best effort: without it that test fails, naming it).
+if [ ! -d third_party/pymcap/mcap ]; then
+    python3 -m pip install -q --disable-pip-version-check --target third_party/pymcap mcap==1.6.0 ||
+        echo "bootstrap: could not install the Python mcap reader; hil-tests/tests/mcap.rs will fail" >&2
+fi
+

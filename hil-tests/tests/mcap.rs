@@ -1,6 +1,7 @@
 //! The runtime's telemetry from a HIL walk, as MCAP (`clawrl-runtime mcap`), read back with the
-//! MCAP crate's own reader: every channel a viewer needs, one message per cycle that has the
-//! data, and the values of the binary log's records.
+//! MCAP crate's own reader and with the official Python reader (`mcap` from PyPI, installed into
+//! third_party/pymcap by scripts/bootstrap.sh): every channel a viewer needs, its schema, one
+//! message per cycle that has the data, and the values of the binary log's records.
 use std::path::{Path, PathBuf};
 
 use clawrl_hil_tests::line::Clocking;
@@ -98,4 +99,65 @@ fn a_hil_walks_telemetry_opens_as_mcap_with_the_logs_values() {
         phases.contains(&"Running") && phases.last() == Some(&"Off"),
         "{phases:?}"
     );
+
+    // The same file through the official Python reader: its channels, schema names, counts
+    // and the first joint state, as it decodes them.
+    let python = python_reader(&out);
+    let counts: Vec<String> = by_topic
+        .iter()
+        .map(|(t, v)| format!("{t} {}", v.len()))
+        .collect();
+    assert!(
+        python.contains(&format!("counts {}", counts.join(", "))),
+        "{python}"
+    );
+    assert!(
+        python.contains("schemas /imu sensor_msgs/Imu, /joint_states sensor_msgs/JointState"),
+        "{python}"
+    );
+    let fl_knee = first.sensors.joint_pos[2];
+    assert!(
+        python.contains(&format!("FL_knee {fl_knee:?}")),
+        "{fl_knee} in {python}"
+    );
+}
+
+/// Reads `mcap` with the Python `mcap` package: one line of counts per topic, the schema names
+/// of two channels, and FL_knee's first position as Python's `repr` prints it.
+fn python_reader(mcap: &Path) -> String {
+    let lib = repo().join("third_party/pymcap");
+    assert!(
+        lib.join("mcap").is_dir(),
+        "the Python mcap reader is not in {}: scripts/bootstrap.sh installs it \
+         (python3 -m pip install --target third_party/pymcap mcap==1.6.0)",
+        lib.display()
+    );
+    let script = r#"
+import collections, json, sys
+from mcap.reader import make_reader
+with open(sys.argv[1], "rb") as f:
+    r = make_reader(f)
+    n, schemas, first = collections.Counter(), {}, None
+    for schema, channel, message in r.iter_messages():
+        n[channel.topic] += 1
+        schemas[channel.topic] = schema.name
+        if channel.topic == "/joint_states" and first is None:
+            first = json.loads(message.data)
+print("counts " + ", ".join(f"{t} {n[t]}" for t in sorted(n)))
+print(f"schemas /imu {schemas['/imu']}, /joint_states {schemas['/joint_states']}")
+print(f"{first['name'][2]} {first['position'][2]!r}")
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(mcap)
+        .env("PYTHONPATH", &lib)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
