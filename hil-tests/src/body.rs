@@ -183,8 +183,8 @@ impl MujocoBody {
     }
 
     /// The joint limits (rad) in the simulator's servo order.
-    pub fn joint_limits(&self) -> [[f64; 2]; NUM_SERVOS] {
-        self.env.robot().layout.servo_range
+    pub fn joint_limits(&self) -> &[[f64; 2]] {
+        &self.env.robot().layout.servo_range
     }
 
     /// What the board makes of joint `j`'s feedback at angle `joint_rad`: the joint itself
@@ -229,7 +229,7 @@ impl MujocoBody {
 
 impl Plant for MujocoBody {
     fn step(&mut self, dt_s: f32, pulses_us: &Pulses) -> PlantReading {
-        let mut targets: [Option<f64>; NUM_SERVOS] = [None; NUM_SERVOS];
+        let mut targets = vec![None; self.env.spec().action_dim];
         for (channel, pulse) in pulses_us.iter().enumerate() {
             if let Some((j, angle)) = pulse.and_then(|p| self.target(channel, p)) {
                 targets[j] = Some(angle);

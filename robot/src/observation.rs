@@ -1,10 +1,11 @@
 //! The onboard observation: what the robot computer sees, built from raw sensor values by one
 //! function that the simulator and the runtime both call.
 //!
-//! Claw-foot quadruped, in order (units): gyro (3, rad/s), gravity in the body frame (3, unit
-//! vector from the IMU's orientation), accelerometer (3, g), joint positions relative to the
-//! default pose (16, rad, as the servos read them), joint velocities (16, rad/s), last action
-//! (16), command (3: forward m/s, lateral m/s, yaw rate rad/s).
+//! A legged robot of `n` servos (the robot description's, in its servo order), in order
+//! (units): gyro (3, rad/s), gravity in the body frame (3, unit vector from the IMU's
+//! orientation), accelerometer (3, g), joint positions relative to the default pose (n, rad, as
+//! the servos read them), joint velocities (n, rad/s), last action (n), command (3: forward
+//! m/s, lateral m/s, yaw rate rad/s). The claw-foot quadruped has n = 16: 60 numbers.
 use serde::{Deserialize, Serialize};
 
 use crate::quadruped::{self, NUM_SERVOS};
@@ -30,7 +31,9 @@ pub struct OnboardLayout {
     pub accelerometer_scale: f64,
 }
 
-/// Raw sensor values of the claw-foot quadruped, in SI units.
+/// Raw sensor values of a legged robot, in SI units. The joint arrays have room for the
+/// protocol's servo count ([`NUM_SERVOS`], the most one board drives); a robot of fewer servos
+/// uses the first `n` (its [`OnboardLayout::servo_count`]) and leaves the rest at zero.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct OnboardSensors {
     pub gyro: [f64; 3],
@@ -43,7 +46,31 @@ pub struct OnboardSensors {
     pub joint_vel: [f64; NUM_SERVOS],
 }
 
-/// Start of each group in the quadruped's onboard vector.
+/// Start of each group in the onboard vector of a robot of `n` servos.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offsets {
+    pub joint_pos: usize,
+    pub joint_vel: usize,
+    pub last_action: usize,
+    pub command: usize,
+    pub dim: usize,
+}
+
+impl Offsets {
+    pub const fn for_servos(n: usize) -> Self {
+        let joint_pos = offsets::JOINT_POS;
+        Self {
+            joint_pos,
+            joint_vel: joint_pos + n,
+            last_action: joint_pos + 2 * n,
+            command: joint_pos + 3 * n,
+            dim: joint_pos + 3 * n + 3,
+        }
+    }
+}
+
+/// Start of each group in the claw-foot quadruped's onboard vector (16 servos); the IMU's
+/// groups start at the same place for every robot.
 pub mod offsets {
     use crate::quadruped::NUM_SERVOS;
     pub const GYRO: usize = 0;
@@ -59,6 +86,26 @@ pub mod offsets {
 impl OnboardLayout {
     /// The claw-foot quadruped's onboard layout.
     pub fn quadruped() -> Self {
+        Self::legged(
+            quadruped::MODEL_NAME,
+            &quadruped::servo_names(),
+            &quadruped::DEFAULT_POSE,
+        )
+    }
+
+    /// The onboard layout of a legged robot: its servos by name, in action order, and its
+    /// default pose (what joint positions are measured from).
+    ///
+    /// # Panics
+    /// When the names and the pose differ in length, or there are more servos than a board
+    /// drives ([`NUM_SERVOS`]): the simulator's layout refuses a robot of more when it loads.
+    pub fn legged(robot: &str, servos: &[String], default_pose: &[f64]) -> Self {
+        assert_eq!(
+            servos.len(),
+            default_pose.len(),
+            "one default angle per servo"
+        );
+        assert!(servos.len() <= NUM_SERVOS, "at most {NUM_SERVOS} servos");
         let mut e = Vec::new();
         let mut add = |name: String, unit: &str| {
             e.push(ObsEntry {
@@ -75,24 +122,23 @@ impl OnboardLayout {
         for a in ["x", "y", "z"] {
             add(format!("acc_{a}"), "g");
         }
-        let servos = quadruped::servo_names();
-        for s in &servos {
+        for s in servos {
             add(format!("{s}_pos"), "rad");
         }
-        for s in &servos {
+        for s in servos {
             add(format!("{s}_vel"), "rad/s");
         }
-        for s in &servos {
+        for s in servos {
             add(format!("{s}_last_action"), "1");
         }
         add("command_forward".into(), "m/s");
         add("command_lateral".into(), "m/s");
         add("command_yaw_rate".into(), "rad/s");
-        debug_assert_eq!(e.len(), offsets::DIM);
+        debug_assert_eq!(e.len(), Offsets::for_servos(servos.len()).dim);
         Self {
-            robot: quadruped::MODEL_NAME.into(),
+            robot: robot.into(),
             entries: e,
-            joint_offset: quadruped::DEFAULT_POSE.to_vec(),
+            joint_offset: default_pose.to_vec(),
             accelerometer_scale: 1.0 / quadruped::G,
         }
     }
@@ -120,11 +166,21 @@ impl OnboardLayout {
         self.entries.len()
     }
 
+    /// How many servos the vector holds (a legged robot's; 0 for cart-pole).
+    pub fn servo_count(&self) -> usize {
+        self.joint_offset.len()
+    }
+
+    /// Where each group starts (a legged robot's layout).
+    pub fn offsets(&self) -> Offsets {
+        Offsets::for_servos(self.servo_count())
+    }
+
     pub fn names(&self) -> Vec<String> {
         self.entries.iter().map(|e| e.name.clone()).collect()
     }
 
-    /// The quadruped's onboard vector in f64 (the simulator adds its sensor noise to these
+    /// A legged robot's onboard vector in f64 (the simulator adds its sensor noise to these
     /// before rounding to f32; the runtime rounds them as they are).
     pub fn quadruped_values(
         &self,
@@ -133,19 +189,20 @@ impl OnboardLayout {
         command: [f64; 3],
         out: &mut [f64],
     ) {
-        use offsets::*;
-        assert_eq!(out.len(), DIM, "quadruped onboard observation length");
+        use offsets::{ACC, GRAVITY, GYRO, JOINT_POS};
+        let o = self.offsets();
+        assert_eq!(out.len(), o.dim, "onboard observation length");
         out[GYRO..GRAVITY].copy_from_slice(&s.gyro);
         out[GRAVITY..ACC].copy_from_slice(&gravity_in_body(s.quat));
-        for (o, a) in out[ACC..JOINT_POS].iter_mut().zip(s.acc) {
-            *o = a * self.accelerometer_scale;
+        for (v, a) in out[ACC..JOINT_POS].iter_mut().zip(s.acc) {
+            *v = a * self.accelerometer_scale;
         }
-        for i in 0..NUM_SERVOS {
-            out[JOINT_POS + i] = s.joint_pos[i] - self.joint_offset[i];
-            out[JOINT_VEL + i] = s.joint_vel[i];
-            out[LAST_ACTION + i] = f64::from(last_action[i]);
+        for i in 0..self.servo_count() {
+            out[o.joint_pos + i] = s.joint_pos[i] - self.joint_offset[i];
+            out[o.joint_vel + i] = s.joint_vel[i];
+            out[o.last_action + i] = f64::from(last_action[i]);
         }
-        out[COMMAND..DIM].copy_from_slice(&command);
+        out[o.command..o.dim].copy_from_slice(&command);
     }
 }
 
@@ -175,6 +232,28 @@ mod tests {
         assert!(out[41..57].iter().all(|&x| x == 0.5));
         assert_eq!(&out[57..], &[0.3, 0.0, 0.1]);
         assert_eq!(l.names()[9], "FL_hip_abd_pos");
+    }
+
+    #[test]
+    fn a_twelve_servo_robot_gets_a_twelve_servo_vector() {
+        let names: Vec<String> = (0..12).map(|i| format!("s{i}")).collect();
+        let l = OnboardLayout::legged("pup", &names, &[0.25; 12]);
+        assert_eq!(l.dim(), 9 + 36 + 3);
+        let s = OnboardSensors {
+            quat: [1.0, 0.0, 0.0, 0.0],
+            joint_pos: [0.5; NUM_SERVOS],
+            joint_vel: [2.0; NUM_SERVOS],
+            ..Default::default()
+        };
+        let mut out = vec![9.0; l.dim()];
+        l.quadruped_values(&s, &[0.75; 12], [0.3, 0.0, 0.1], &mut out);
+        assert!(out[9..21].iter().all(|&x| x == 0.25), "{out:?}");
+        assert!(out[21..33].iter().all(|&x| x == 2.0));
+        assert!(out[33..45].iter().all(|&x| x == 0.75));
+        assert_eq!(&out[45..], &[0.3, 0.0, 0.1]);
+        assert_eq!(l.names()[45], "command_forward");
+        assert_eq!(l.offsets(), Offsets::for_servos(12));
+        assert_eq!(Offsets::for_servos(16).command, offsets::COMMAND);
     }
 
     #[test]

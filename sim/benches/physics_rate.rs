@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use clawrl_sim::Env;
-use clawrl_sim::quadruped::{NUM_SERVOS, QuadrupedEnv, TaskConfig};
+use clawrl_sim::quadruped::{QuadrupedEnv, TaskConfig};
 
 const NOMINAL: [&str; 11] = [
     "randomization.friction=[0.8, 0.8]",
@@ -48,8 +48,8 @@ fn env_at(dt: f64) -> QuadrupedEnv {
     env
 }
 
-fn targets(env: &QuadrupedEnv) -> [Option<f64>; NUM_SERVOS] {
-    env.servo_targets().map(Some)
+fn targets(env: &QuadrupedEnv) -> Vec<Option<f64>> {
+    env.servo_targets().into_iter().map(Some).collect()
 }
 
 struct Response {
@@ -88,7 +88,7 @@ fn respond(dt: f64) -> Response {
     for _ in 0..(0.5 / dt).round() as usize {
         env.step_servos(&t);
     }
-    let base = t;
+    let base = t.clone();
     let (mut sq, mut n) = (0.0, 0usize);
     let mut height = [f64::MAX, f64::MIN];
     for k in 0..(2.0 / dt).round() as usize {

@@ -909,8 +909,8 @@ fn a_fixed_command_can_hold_its_heading() {
     assert!(e.contains("heading_gain"), "{e}");
 }
 
-/// The task reads the robot by the names its description gives, and refuses a description
-/// of another shape (until it sizes itself from one), naming what differs.
+/// The task reads the robot by the names its description gives, sizes itself from it, and
+/// refuses a description of another shape than a quadruped's, naming what differs.
 #[test]
 fn the_layout_follows_the_description_and_refuses_another_shape() {
     use clawrl_sim::quadruped::Layout;
@@ -919,6 +919,12 @@ fn the_layout_follows_the_description_and_refuses_another_shape() {
     let model = clawrl_sim::model::load(&robot.mjcf).unwrap();
     let l = Layout::new(&model, &robot).unwrap();
     assert_eq!(l.servo_range[2], [-2.6, -0.6]);
+    assert_eq!(l.leg_servos, (0..12).collect::<Vec<_>>());
+    assert_eq!(
+        l.claw.map(|c| c.map(|c| c.servo)),
+        [12, 13, 14, 15].map(Some)
+    );
+    assert!(l.is_claw(15) && !l.is_claw(11));
 
     // A narrower limit in the description is the limit the task clamps to.
     let mut narrow = robot.clone();
@@ -928,21 +934,34 @@ fn the_layout_follows_the_description_and_refuses_another_shape() {
         [-2.0, -0.8]
     );
 
-    // Twelve servos (no claws): refused with both counts.
+    // Twelve servos while the feet still name their claws: refused, naming the foot and claw.
     let mut no_claws = robot.clone();
     no_claws.description.servos.truncate(12);
     let e = Layout::new(&model, &no_claws).unwrap_err().to_string();
+    assert!(e.contains("foot FL: claw `FL_claw` is no servo"), "{e}");
+    // The same robot with plain feet is a 12-servo quadruped.
+    for f in &mut no_claws.description.feet {
+        (f.claw, f.grip_actuator) = (None, None);
+    }
+    let l = Layout::new(&model, &no_claws).unwrap();
+    assert_eq!((l.servo_count(), l.leg_servos.len()), (12, 12));
+    assert_eq!(l.claw, [None; 4]);
+
+    // A foot whose claw is a leg joint.
+    let mut moved = robot.clone();
+    moved.description.feet[0].claw = Some("FL_knee".into());
+    let e = Layout::new(&model, &moved).unwrap_err().to_string();
     assert!(
-        e.contains("has 12 servos and 4 feet") && e.contains("drives 16 and 4"),
+        e.contains("foot FL: its claw FL_knee is leg, not a claw"),
         "{e}"
     );
 
-    // A claw listed among the leg joints.
-    let mut moved = robot.clone();
-    moved.description.servos.swap(0, 12);
-    let e = Layout::new(&model, &moved).unwrap_err().to_string();
+    // A fifth foot: not a quadruped.
+    let mut five = robot.clone();
+    five.description.feet.push(five.description.feet[0].clone());
+    let e = Layout::new(&model, &five).unwrap_err().to_string();
     assert!(
-        e.contains("servo FL_claw (action 0) is claw, the task expects a leg joint"),
+        e.contains("has 16 servos and 5 feet") && e.contains("at most 16 servos on 4 feet"),
         "{e}"
     );
 

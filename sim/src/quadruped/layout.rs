@@ -5,15 +5,16 @@ use std::path::Path;
 
 use mujoco_rs::prelude::*;
 
-use clawrl_robot::description::RobotDescription;
+use clawrl_robot::description::{JointKind, RobotDescription};
 
 use crate::SimError;
 use crate::description::LoadedRobot;
 use crate::model::id_of;
 
-// The servo count and order are still the claw-foot quadruped's (clawrl-robot); names, limits
-// and the default pose come from the robot's description (robots/NAME/robot.toml), which is
-// checked against the MJCF when it loads.
+// The task sizes itself from the robot's description (robots/NAME/robot.toml, checked against
+// the MJCF when it loads): servo count, order, kinds, limits and the default pose. What stays
+// fixed is the task's shape, a quadruped (four feet); the claw-foot quadruped's constants are
+// re-exported for the tests and benches that drive that robot by index.
 pub use clawrl_robot::quadruped::{
     DEFAULT_POSE, JOINT_LIMITS, LEGS, NUM_FEET, NUM_LEG_SERVOS, NUM_SERVOS, servo_names,
 };
@@ -27,15 +28,21 @@ pub fn foot_names() -> Vec<String> {
         .collect()
 }
 
-/// Indices into qpos/qvel/ctrl/sensordata for everything the task reads or writes.
+/// Indices into qpos/qvel/ctrl/sensordata for everything the task reads or writes; per servo
+/// in the description's servo (action) order.
 #[derive(Debug, Clone)]
 pub struct Layout {
-    pub servo_qpos: [usize; NUM_SERVOS],
-    pub servo_dof: [usize; NUM_SERVOS],
-    pub servo_actuator: [usize; NUM_SERVOS],
+    pub servo_qpos: Vec<usize>,
+    pub servo_dof: Vec<usize>,
+    pub servo_actuator: Vec<usize>,
     /// Joint limits per servo (rad).
-    pub servo_range: [[f64; 2]; NUM_SERVOS],
-    pub grip_actuator: [usize; NUM_FEET],
+    pub servo_range: Vec<[f64; 2]>,
+    /// The leg joints' servo indices (kind `leg`), in servo order: what the pose and power
+    /// terms of the reward look at.
+    pub leg_servos: Vec<usize>,
+    /// Per foot, on a claw foot: its claw's servo index and the adhesion actuator that stands
+    /// in for the claw's grip. A robot without claws has none.
+    pub claw: [Option<FootClaw>; NUM_FEET],
     pub foot_body: [usize; NUM_FEET],
     pub foot_geom: [usize; NUM_FEET],
     pub torso_body: usize,
@@ -50,11 +57,29 @@ pub struct Layout {
     pub sensor_torso_contact: usize,
 }
 
+/// A claw foot's claw: the servo that closes it and the actuator that grips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FootClaw {
+    pub servo: usize,
+    pub grip_actuator: usize,
+}
+
+impl Layout {
+    pub fn servo_count(&self) -> usize {
+        self.servo_qpos.len()
+    }
+
+    /// Whether servo `i` is a foot's claw (its target is a grip, not a joint pose).
+    pub fn is_claw(&self, i: usize) -> bool {
+        self.claw.iter().flatten().any(|c| c.servo == i)
+    }
+}
+
 impl Layout {
     /// Looks up, by the names `robot`'s description gives, everything the task reads or
-    /// writes. The task's arrays are sized for the claw-foot quadruped (16 servos, 4 claw feet,
-    /// claws after the leg joints); a description of another shape is refused here, naming
-    /// the difference.
+    /// writes. A description of another shape than the task's (four feet, at most
+    /// [`NUM_SERVOS`] servos, a foot's claw a claw servo) is refused here, naming the
+    /// difference.
     pub fn new(model: &MjModel, robot: &LoadedRobot) -> Result<Self, SimError> {
         use mujoco_rs::mujoco_c::_mjtObjBase::*;
         let file = robot.mjcf.as_path();
@@ -66,11 +91,12 @@ impl Layout {
         };
         let key = &robot.file.robot.stand_keyframe;
         let mut l = Layout {
-            servo_qpos: [0; NUM_SERVOS],
-            servo_dof: [0; NUM_SERVOS],
-            servo_actuator: [0; NUM_SERVOS],
-            servo_range: [[0.0; 2]; NUM_SERVOS],
-            grip_actuator: [0; NUM_FEET],
+            servo_qpos: Vec::new(),
+            servo_dof: Vec::new(),
+            servo_actuator: Vec::new(),
+            servo_range: Vec::new(),
+            leg_servos: Vec::new(),
+            claw: [None; NUM_FEET],
             foot_body: [0; NUM_FEET],
             foot_geom: [0; NUM_FEET],
             torso_body: id_of(model, file, mjOBJ_BODY, &d.trunk.body)?,
@@ -86,33 +112,62 @@ impl Layout {
         };
         for (i, s) in d.servos.iter().enumerate() {
             let j = id_of(model, file, mjOBJ_JOINT, &s.joint)?;
-            l.servo_qpos[i] = model.jnt_qposadr()[j] as usize;
-            l.servo_dof[i] = model.jnt_dofadr()[j] as usize;
+            l.servo_qpos.push(model.jnt_qposadr()[j] as usize);
+            l.servo_dof.push(model.jnt_dofadr()[j] as usize);
             // The description's limits: the MJCF's range, or a narrower one it gives.
-            l.servo_range[i] = s.limits;
-            l.servo_actuator[i] = actuator_on(model, j).ok_or_else(|| {
+            l.servo_range.push(s.limits);
+            l.servo_actuator.push(actuator_on(model, j).ok_or_else(|| {
                 mismatch(
                     file,
                     format!("servo {}: no actuator drives joint `{}`", s.name, s.joint),
                 )
-            })?;
+            })?);
+            if s.kind == JointKind::Leg {
+                l.leg_servos.push(i);
+            }
         }
         for (f, foot) in d.feet.iter().enumerate() {
-            let grip = foot.grip_actuator.as_deref().ok_or_else(|| {
-                mismatch(
-                    file,
-                    format!(
-                        "foot {}: no grip_actuator (this task's feet are claw feet)",
-                        foot.name
-                    ),
-                )
-            })?;
-            l.grip_actuator[f] = id_of(model, file, mjOBJ_ACTUATOR, grip)?;
+            l.claw[f] = foot_claw(model, file, d, f)?;
             l.foot_body[f] = id_of(model, file, mjOBJ_BODY, &foot.body)?;
             l.foot_geom[f] = id_of(model, file, mjOBJ_GEOM, &foot.geom)?;
             l.sensor_contact[f] = sensor(&foot.contact_sensor)?;
         }
         Ok(l)
+    }
+}
+
+/// Foot `f`'s claw (servo and grip actuator), if it has one; a claw named without its grip
+/// actuator, or a grip without a claw, is refused.
+fn foot_claw(
+    model: &MjModel,
+    file: &Path,
+    d: &RobotDescription,
+    f: usize,
+) -> Result<Option<FootClaw>, SimError> {
+    use mujoco_rs::mujoco_c::_mjtObjBase::mjOBJ_ACTUATOR;
+    let foot = &d.feet[f];
+    match (&foot.claw, &foot.grip_actuator) {
+        (None, None) => Ok(None),
+        (Some(claw), Some(grip)) => Ok(Some(FootClaw {
+            servo: d
+                .servos
+                .iter()
+                .position(|s| &s.name == claw)
+                .ok_or_else(|| {
+                    mismatch(
+                        file,
+                        format!("foot {}: claw `{claw}` is no servo", foot.name),
+                    )
+                })?,
+            grip_actuator: id_of(model, file, mjOBJ_ACTUATOR, grip)?,
+        })),
+        (claw, grip) => Err(mismatch(
+            file,
+            format!(
+                "foot {}: a claw foot names both its claw and its grip_actuator (claw {claw:?}, grip_actuator {grip:?})",
+                foot.name
+            ),
+        )),
     }
 }
 
@@ -131,44 +186,30 @@ fn mismatch(file: &Path, reason: String) -> SimError {
     }
 }
 
-/// The quadruped task's shape: 12 leg joints, then 4 claws, and 4 feet whose claws are those,
-/// in the feet's order. Until the task sizes itself from the description (issue 41), another
-/// shape is refused with what differs.
+/// The quadruped task's shape: four feet, no more servos than a board drives (the sensor
+/// arrays' room), and every foot's claw a claw servo.
 fn check_shape(d: &RobotDescription, file: &Path) -> Result<(), SimError> {
-    use clawrl_robot::description::JointKind;
-    if d.servos.len() != NUM_SERVOS || d.feet.len() != NUM_FEET {
+    if d.servos.len() > NUM_SERVOS || d.feet.len() != NUM_FEET {
         return Err(mismatch(
             file,
             format!(
-                "robot {} has {} servos and {} feet; the quadruped task drives {NUM_SERVOS} and {NUM_FEET}",
+                "robot {} has {} servos and {} feet; the quadruped task drives at most {NUM_SERVOS} servos on {NUM_FEET} feet",
                 d.name,
                 d.servos.len(),
                 d.feet.len()
             ),
         ));
     }
-    for (i, s) in d.servos.iter().enumerate() {
-        let claw = i >= NUM_LEG_SERVOS;
-        if (s.kind == JointKind::Claw) != claw {
-            let want = if claw { "a claw" } else { "a leg joint" };
+    for foot in &d.feet {
+        let Some(claw) = &foot.claw else { continue };
+        if let Some(s) = d.servo(claw).filter(|s| s.kind != JointKind::Claw) {
             return Err(mismatch(
                 file,
                 format!(
-                    "servo {} (action {i}) is {}, the task expects {want}",
+                    "foot {}: its claw {} is {}, not a claw",
+                    foot.name,
                     s.name,
                     s.kind.as_str()
-                ),
-            ));
-        }
-    }
-    for (f, foot) in d.feet.iter().enumerate() {
-        let want = &d.servos[NUM_LEG_SERVOS + f].name;
-        if foot.claw.as_ref() != Some(want) {
-            return Err(mismatch(
-                file,
-                format!(
-                    "foot {} (foot {f}) has claw {:?}, the task expects {want}",
-                    foot.name, foot.claw
                 ),
             ));
         }

@@ -1,9 +1,11 @@
 //! The claw-foot quadruped task: velocity-command tracking on flat ground or slopes.
 //!
-//! One [`QuadrupedEnv`] is one robot. Actions are 16 numbers: 12 leg-joint position targets
-//! around the default pose (`default + action_scale * a`) and 4 claw targets
-//! (`claw_action_scale * a`, 0 = open), clipped to the joint limits before they reach the
-//! servos. The claws' grip follows the claws' measured angle through MuJoCo's adhesion actuator.
+//! One [`QuadrupedEnv`] is one robot, sized by its description (robots/NAME/robot.toml): one
+//! action per servo, in the description's order. Leg joints target around the default pose
+//! (`default + action_scale * a`), claws from open (`claw_action_scale * a`, 0 = open), clipped
+//! to the joint limits before they reach the servos; the claw-foot quadruped has 12 leg joints
+//! and 4 claws, a robot without claws its leg joints only. A claw's grip follows the claw's
+//! measured angle through MuJoCo's adhesion actuator.
 //! Control runs at 50 Hz over 500 Hz physics (`env.decimation`).
 //!
 //! Each environment holds its own copy of the model: domain randomisation changes masses,
@@ -25,7 +27,7 @@ use mujoco_rs::prelude::*;
 
 pub use clawrl_robot::rotation::{heading_yaw, wrap_angle};
 pub use config::{Heading, TaskConfig};
-pub use layout::{Layout, NUM_FEET, NUM_LEG_SERVOS, NUM_SERVOS, foot_names, servo_names};
+pub use layout::{FootClaw, Layout, NUM_FEET, NUM_LEG_SERVOS, NUM_SERVOS, foot_names, servo_names};
 pub use randomize::EpisodeParams;
 pub use report::simulate_report;
 
@@ -36,7 +38,7 @@ use clawrl_robot::OnboardSensors;
 use clawrl_robot::board::BoardSensorPath;
 use curriculum::TerrainCurriculum;
 use math::{Vec3, axis_angle, dot, mul, rotate, rotate_inv};
-use observation::{ONBOARD_DIM, PRIVILEGED_DIM};
+use observation::PRIVILEGED_EXTRA;
 use reward::{NUM_TERMS, RewardInputs, TERMS};
 
 /// A foot touches the ground when its touch sensor reads more than this (N).
@@ -60,7 +62,16 @@ pub struct Robot {
     pub file: PathBuf,
     pub model: Arc<MjModel>,
     pub layout: Layout,
-    pub default_pose: [f64; NUM_SERVOS],
+    /// The robot's name (its description's): what a bundle records.
+    pub name: String,
+    /// Servo names, in action order.
+    pub servo_names: Vec<String>,
+    /// Foot names (the description's), in its foot order.
+    pub foot_names: Vec<String>,
+    /// The default pose (the MJCF's `stand` keyframe), per servo.
+    pub default_pose: Vec<f64>,
+    /// The default pose of the leg joints alone (`layout.leg_servos`).
+    pub leg_default: Vec<f64>,
     /// Action -> servo target, from the robot layout and the task's scales.
     pub action_map: ActionMap,
 }
@@ -84,12 +95,18 @@ impl Robot {
         })?;
         let layout = Layout::new(&model, &robot)?;
         let action_map = action_map(&robot.description, &cfg.env);
-        let default_pose = std::array::from_fn(|i| robot.description.servos[i].stand);
+        let d = &robot.description;
+        let default_pose = d.stand_pose();
+        let leg_default = layout.leg_servos.iter().map(|&i| default_pose[i]).collect();
         Ok(Arc::new(Self {
             file,
             model: Arc::new(model),
             layout,
+            name: d.name.clone(),
+            servo_names: d.servo_names(),
+            foot_names: d.feet.iter().map(|f| f.name.clone()).collect(),
             default_pose,
+            leg_default,
             action_map,
         }))
     }
@@ -133,10 +150,12 @@ pub struct QuadrupedEnv {
     target_heading: f64,
     next_resample: f64,
     next_push: f64,
-    action: [f32; NUM_SERVOS],
-    prev_action: [f32; NUM_SERVOS],
+    action: Vec<f32>,
+    prev_action: Vec<f32>,
     /// Servo targets in force (the servo's own angle frame, before calibration error).
-    target: [f64; NUM_SERVOS],
+    target: Vec<f64>,
+    /// The leg joints' positions at the last step (scratch for the reward).
+    leg_q: Vec<f64>,
     air_time: [f64; NUM_FEET],
     contact: [bool; NUM_FEET],
     /// Foot contact after each physics step of the last control step (for gait metrics).
@@ -155,8 +174,10 @@ pub struct QuadrupedEnv {
     board_ticks: usize,
     /// The terrain curriculum's level (`terrain.curriculum_levels`), moved at each reset.
     curriculum: TerrainCurriculum,
-    onboard: [f32; ONBOARD_DIM],
-    privileged: [f32; PRIVILEGED_DIM],
+    onboard: Vec<f32>,
+    /// The onboard vector before rounding (scratch: the noise is added in f64).
+    onboard_f64: Vec<f64>,
+    privileged: Vec<f32>,
 }
 
 impl QuadrupedEnv {
@@ -176,30 +197,33 @@ impl QuadrupedEnv {
     pub fn with_robot(cfg: Arc<TaskConfig>, robot: Arc<Robot>) -> Self {
         let model = Box::new((*robot.model).clone());
         let physics_dt = model.opt().timestep;
+        let n = robot.servo_names.len();
+        let onboard_layout =
+            OnboardLayout::legged(&robot.name, &robot.servo_names, &robot.default_pose);
+        let onboard_dim = onboard_layout.dim();
         let spec = EnvSpec {
             name: "quadruped".into(),
-            action_dim: NUM_SERVOS,
-            onboard_dim: ONBOARD_DIM,
-            privileged_dim: PRIVILEGED_DIM,
-            obs_names: observation::names(),
-            action_names: servo_names(),
+            action_dim: n,
+            onboard_dim,
+            privileged_dim: onboard_dim + PRIVILEGED_EXTRA,
+            obs_names: observation::names(&onboard_layout, &robot.foot_names),
+            action_names: robot.servo_names.clone(),
             control_dt: physics_dt * cfg.env.decimation as f64,
             physics_dt,
             max_episode_steps: cfg.max_episode_steps(physics_dt),
             reward_terms: TERMS.iter().map(|t| t.to_string()).collect(),
             foot_names: foot_names(),
-            onboard_layout: OnboardLayout::quadruped(),
+            onboard_layout,
             action_map: Some(robot.action_map.clone()),
             model_file: robot.file.clone(),
         };
         let mut r = rng(0);
-        let params = EpisodeParams::draw(&cfg, &mut r);
+        let params = EpisodeParams::draw(&cfg, &mut r, n);
         let curriculum = TerrainCurriculum::new(cfg.terrain.curriculum_levels);
         Self {
             cfg,
             robot,
             data: MjData::new(model),
-            spec,
             rng: r,
             started: false,
             params,
@@ -210,9 +234,10 @@ impl QuadrupedEnv {
             target_heading: 0.0,
             next_resample: 0.0,
             next_push: 0.0,
-            action: [0.0; NUM_SERVOS],
-            prev_action: [0.0; NUM_SERVOS],
-            target: [0.0; NUM_SERVOS],
+            action: vec![0.0; n],
+            prev_action: vec![0.0; n],
+            target: vec![0.0; n],
+            leg_q: Vec::with_capacity(n),
             air_time: [0.0; NUM_FEET],
             contact: [false; NUM_FEET],
             substep_contact: Vec::new(),
@@ -223,8 +248,10 @@ impl QuadrupedEnv {
             board: None,
             board_ticks: board_ticks(physics_dt),
             curriculum,
-            onboard: [0.0; ONBOARD_DIM],
-            privileged: [0.0; PRIVILEGED_DIM],
+            onboard: vec![0.0; spec.onboard_dim],
+            onboard_f64: vec![0.0; spec.onboard_dim],
+            privileged: vec![0.0; spec.privileged_dim],
+            spec,
         }
     }
 
@@ -270,13 +297,13 @@ impl QuadrupedEnv {
 
     /// The servo targets in force (rad, the servo's own angle frame): the last action through
     /// the action map and the target rate limit.
-    pub fn servo_targets(&self) -> [f64; NUM_SERVOS] {
-        self.target
+    pub fn servo_targets(&self) -> Vec<f64> {
+        self.target.clone()
     }
 
     /// The action of the last step as the observation records it (clipped; zero after a reset).
-    pub fn last_action(&self) -> [f32; NUM_SERVOS] {
-        self.action
+    pub fn last_action(&self) -> Vec<f32> {
+        self.action.clone()
     }
 
     /// Turns the servos off (zero gain and torque) until the next reset: the robot goes limp.
@@ -294,8 +321,8 @@ impl QuadrupedEnv {
 
     /// Servo targets for an action, through the robot's action map (the runtime's too): leg
     /// joints around the default pose, claws from open, clamped to the joint limits.
-    fn targets(&self, action: &[f32]) -> [f64; NUM_SERVOS] {
-        let mut t = [0.0; NUM_SERVOS];
+    fn targets(&self, action: &[f32]) -> Vec<f64> {
+        let mut t = vec![0.0; self.spec.action_dim];
         self.robot
             .action_map
             .targets(action, &mut t)
@@ -305,7 +332,7 @@ impl QuadrupedEnv {
 
     /// `target` moved at most `env.max_target_speed` x control step away from the last target
     /// (what the robot runtime does to every goal before it leaves).
-    fn rate_limited(&self, mut target: [f64; NUM_SERVOS]) -> [f64; NUM_SERVOS] {
+    fn rate_limited(&self, mut target: Vec<f64>) -> Vec<f64> {
         let speed = self.cfg.env.max_target_speed;
         if speed > 0.0 {
             clawrl_robot::rate::limit_rate(&mut target, &self.target, speed * self.spec.control_dt);
@@ -315,17 +342,22 @@ impl QuadrupedEnv {
 
     /// Writes servo targets into ctrl, with the servo's calibration error, and sets each
     /// claw's grip from the claw's measured angle.
-    fn apply_targets(&mut self, target: &[f64; NUM_SERVOS]) {
+    fn apply_targets(&mut self, target: &[f64]) {
         let l = &self.robot.layout;
-        let qpos: [f64; NUM_SERVOS] = std::array::from_fn(|i| self.data.qpos()[l.servo_qpos[i]]);
+        let grip = l.claw.map(|c| {
+            c.map(|c| {
+                let angle = self.data.qpos()[l.servo_qpos[c.servo]];
+                (c.grip_actuator, (angle / CLAW_CLOSED).clamp(0.0, 1.0))
+            })
+        });
         let ctrl = self.data.ctrl_mut();
-        for i in 0..NUM_SERVOS {
+        for (i, t) in target.iter().enumerate() {
             // The servo holds its own reading at the target; its reading is angle + offset.
             let [lo, hi] = l.servo_range[i];
-            ctrl[l.servo_actuator[i]] = (target[i] - self.params.joint_offset[i]).clamp(lo, hi);
+            ctrl[l.servo_actuator[i]] = (t - self.params.joint_offset[i]).clamp(lo, hi);
         }
-        for f in 0..NUM_FEET {
-            ctrl[l.grip_actuator[f]] = (qpos[NUM_LEG_SERVOS + f] / CLAW_CLOSED).clamp(0.0, 1.0);
+        for (actuator, g) in grip.into_iter().flatten() {
+            ctrl[actuator] = g;
         }
     }
 
@@ -427,9 +459,13 @@ impl QuadrupedEnv {
         (height, speed)
     }
 
+    /// Each claw's grip in [0, 1]; 0 on a foot without a claw.
     fn grip(&self) -> [f64; NUM_FEET] {
         let ctrl = self.data.ctrl();
-        self.robot.layout.grip_actuator.map(|a| ctrl[a])
+        self.robot
+            .layout
+            .claw
+            .map(|c| c.map_or(0.0, |c| ctrl[c.grip_actuator]))
     }
 
     /// Whether the episode must end: torso on the ground, tipped over, or collapsed.
@@ -461,8 +497,9 @@ impl QuadrupedEnv {
         } else {
             self.cfg.randomization.init_joint_noise
         };
-        let jitter: [f64; NUM_SERVOS] =
-            std::array::from_fn(|_| uniform(&mut self.rng, [-noise, noise]));
+        let jitter: Vec<f64> = (0..l.servo_count())
+            .map(|_| uniform(&mut self.rng, [-noise, noise]))
+            .collect();
         let floor = self.params.floor_quat;
         let height = self.data.qpos()[2];
         let pos = rotate(floor, [0.0, 0.0, height]);
@@ -472,9 +509,9 @@ impl QuadrupedEnv {
         let qpos = self.data.qpos_mut();
         qpos[..3].copy_from_slice(&pos);
         qpos[3..7].copy_from_slice(&quat);
-        for i in 0..NUM_SERVOS {
+        for i in 0..l.servo_count() {
             let [lo, hi] = l.servo_range[i];
-            let pose = if settled && i >= NUM_LEG_SERVOS {
+            let pose = if settled && l.is_claw(i) {
                 self.cfg.randomization.settle_grip
             } else {
                 self.robot.default_pose[i]
@@ -546,7 +583,7 @@ impl Env for QuadrupedEnv {
         }
         self.rng = rng(seed);
         let band = self.curriculum.band(self.cfg.terrain.slope_degrees);
-        self.params = EpisodeParams::draw_on(&self.cfg, &mut self.rng, band);
+        self.params = EpisodeParams::draw_on(&self.cfg, &mut self.rng, band, self.spec.action_dim);
         self.params.draw_start(&self.cfg, seed);
         // SAFETY: `apply` changes parameter values only, never sizes or addresses.
         let model = unsafe { self.data.model_mut() };
@@ -554,15 +591,17 @@ impl Env for QuadrupedEnv {
             .apply(&self.robot.model, model, &self.robot.layout);
         let settled = self.place_robot();
         self.steps = 0;
-        self.action = [0.0; NUM_SERVOS];
-        self.prev_action = [0.0; NUM_SERVOS];
-        self.target = self.targets(&[0.0; NUM_SERVOS]);
+        self.action.fill(0.0);
+        self.prev_action.fill(0.0);
+        self.target = self.targets(&self.action);
         if settled {
             // The runtime's stand pose: claws at `settle_grip` (its `safety.stand_grip`).
             let grip = self.cfg.randomization.settle_grip;
-            self.target[NUM_LEG_SERVOS..].fill(grip);
+            for c in self.robot.layout.claw.iter().flatten() {
+                self.target[c.servo] = grip;
+            }
         }
-        let target = self.target;
+        let target = self.target.clone();
         self.apply_targets(&target);
         if settled {
             // Standing still at the default pose, as after the runtime's stand-up: the policy
@@ -598,15 +637,18 @@ impl Env for QuadrupedEnv {
     }
 
     fn step_in_place(&mut self, action: &[f32]) -> Result<(f32, bool, bool), SimError> {
-        check_action(action, NUM_SERVOS)?;
+        check_action(action, self.spec.action_dim)?;
         if !self.started {
             return Err(SimError::NotReset);
         }
         let clip = self.cfg.env.action_clip as f32;
-        self.prev_action = self.action;
-        self.action = std::array::from_fn(|i| action[i].clamp(-clip, clip));
+        std::mem::swap(&mut self.prev_action, &mut self.action);
+        for (a, x) in self.action.iter_mut().zip(action) {
+            *a = x.clamp(-clip, clip);
+        }
         let new_target = self.rate_limited(self.targets(action));
-        let (old_target, latency) = (self.target, self.params.latency_substeps);
+        let latency = self.params.latency_substeps;
+        let old_target = std::mem::take(&mut self.target);
         let decimation = self.cfg.env.decimation;
         let mut power = 0.0;
         self.substep_contact.clear();
@@ -641,6 +683,10 @@ impl Env for QuadrupedEnv {
         let feet = self.foot_positions();
         let (foot_height, foot_speed) = self.foot_motion(&feet, &self.foot_pos, dt);
         self.foot_pos = feet;
+        let (l, qpos) = (&self.robot.layout, self.data.qpos());
+        self.leg_q.clear();
+        self.leg_q
+            .extend(l.leg_servos.iter().map(|&i| qpos[l.servo_qpos[i]]));
         let inputs = RewardInputs {
             command: self.command,
             lin_vel: self.sensor(self.robot.layout.sensor_linvel),
@@ -655,9 +701,8 @@ impl Env for QuadrupedEnv {
             grip: self.grip(),
             floor_tilt: self.params.slope,
             duty: self.duty,
-            leg_joint_pos: std::array::from_fn(|i| {
-                self.data.qpos()[self.robot.layout.servo_qpos[i]]
-            }),
+            leg_joint_pos: &self.leg_q,
+            leg_default: &self.robot.leg_default,
             foot_height,
             foot_speed,
             terminated,
@@ -762,15 +807,19 @@ impl QuadrupedEnv {
     /// One physics step with these servo targets (rad, as the servo reads its own angle);
     /// `None` is a servo without pulses: it holds no position (its target follows the joint,
     /// leaving the actuator's damping only).
-    pub fn step_servos(&mut self, targets: &[Option<f64>; NUM_SERVOS]) {
+    ///
+    /// # Panics
+    /// When `targets` is not one per servo.
+    pub fn step_servos(&mut self, targets: &[Option<f64>]) {
         let l = &self.robot.layout;
-        let mut target = self.target;
-        for i in 0..NUM_SERVOS {
-            target[i] = targets[i]
+        assert_eq!(targets.len(), l.servo_count(), "one target per servo");
+        let mut target = std::mem::take(&mut self.target);
+        for (i, t) in target.iter_mut().enumerate() {
+            *t = targets[i]
                 .unwrap_or_else(|| self.data.qpos()[l.servo_qpos[i]] + self.params.joint_offset[i]);
         }
-        self.target = target;
         self.apply_targets(&target);
+        self.target = target;
         self.data.step();
         self.tick_board();
     }
@@ -793,8 +842,13 @@ impl QuadrupedEnv {
             gyro: self.sensor(l.sensor_gyro),
             quat: self.base_quat(),
             acc: self.sensor(l.sensor_acc),
-            joint_pos: std::array::from_fn(|i| qpos[l.servo_qpos[i]] + self.params.joint_offset[i]),
-            joint_vel: std::array::from_fn(|i| qvel[l.servo_dof[i]]),
+            // Room for a board's servos; a robot of fewer leaves the rest at zero.
+            joint_pos: std::array::from_fn(|i| {
+                l.servo_qpos
+                    .get(i)
+                    .map_or(0.0, |&a| qpos[a] + self.params.joint_offset[i])
+            }),
+            joint_vel: std::array::from_fn(|i| l.servo_dof.get(i).map_or(0.0, |&a| qvel[a])),
         }
     }
 
@@ -817,9 +871,14 @@ impl QuadrupedEnv {
     }
 
     /// Each servo's actuator force now (N m).
-    pub fn servo_torques(&self) -> [f64; NUM_SERVOS] {
+    pub fn servo_torques(&self) -> Vec<f64> {
         let force = self.data.actuator_force();
-        self.robot.layout.servo_actuator.map(|a| force[a])
+        self.robot
+            .layout
+            .servo_actuator
+            .iter()
+            .map(|&a| force[a])
+            .collect()
     }
 
     /// Adds `dv` (m/s, world x and y) to the torso's velocity: a push.
@@ -840,8 +899,9 @@ impl QuadrupedEnv {
     fn leg_power(&self) -> f64 {
         let l = &self.robot.layout;
         let (force, qvel) = (self.data.actuator_force(), self.data.qvel());
-        (0..NUM_LEG_SERVOS)
-            .map(|i| (force[l.servo_actuator[i]] * qvel[l.servo_dof[i]]).abs())
+        l.leg_servos
+            .iter()
+            .map(|&i| (force[l.servo_actuator[i]] * qvel[l.servo_dof[i]]).abs())
             .sum()
     }
 }

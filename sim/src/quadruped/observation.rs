@@ -2,8 +2,9 @@
 //!
 //! `onboard` (what the robot computer sees, with sensor noise):
 //!   gyro (3, rad/s), gravity in the body frame (3, from the IMU's orientation),
-//!   accelerometer (3, g), joint positions relative to the default pose (16, rad, as the servos
-//!   read them), joint velocities (16, rad/s), last action (16), command (3).
+//!   accelerometer (3, g), joint positions relative to the default pose (n, rad, as the servos
+//!   read them), joint velocities (n, rad/s), last action (n), command (3), for the robot's n
+//!   servos (16 on the claw-foot quadruped).
 //! `privileged` = onboard followed by simulation-only quantities:
 //!   base linear velocity in the body frame (3, m/s), torso height above the floor (1, m),
 //!   friction (1), torso payload (1, kg), servo strength (1), foot contact forces (4, N / 10),
@@ -12,35 +13,39 @@ use super::QuadrupedEnv;
 use clawrl_robot::OnboardLayout;
 use clawrl_robot::observation::offsets;
 
-use super::layout::{LEGS, NUM_FEET, NUM_SERVOS};
+use super::layout::NUM_FEET;
 use super::math::{Vec3, rotate_inv};
 use crate::rng::{SimRng, uniform};
 use clawrl_robot::OnboardSensors;
 
+/// The claw-foot quadruped's onboard length (16 servos); a robot of n servos has 9 + 3n + 3.
 pub const ONBOARD_DIM: usize = offsets::DIM;
 const HEIGHT_POINTS: [f64; 3] = [-0.05, 0.0, 0.05];
+/// What the privileged observation adds to the onboard one: the same for every quadruped.
 pub const PRIVILEGED_EXTRA: usize = 3 + 1 + 1 + 1 + 1 + NUM_FEET + NUM_FEET * HEIGHT_POINTS.len();
+/// The claw-foot quadruped's privileged length.
 pub const PRIVILEGED_DIM: usize = ONBOARD_DIM + PRIVILEGED_EXTRA;
 /// The friction a privileged observation reports with `env.privileged_friction = false`: the
 /// middle of the field's range (MuJoCo Playground's U(0.4, 1.0)), one constant whatever the
 /// config's range, so a `--set` of the friction for an evaluation does not change the input.
 pub const HIDDEN_FRICTION: f64 = 0.7;
 
-/// Names of the privileged layout's entries (onboard is its first `ONBOARD_DIM`).
-pub fn names() -> Vec<String> {
+/// Names of the privileged layout's entries (onboard is its first `onboard.dim()`), the feet
+/// by their description names.
+pub fn names(onboard: &OnboardLayout, feet: &[String]) -> Vec<String> {
     let xyz = |p: &str| ["x", "y", "z"].map(|a| format!("{p}_{a}"));
-    let mut n: Vec<String> = OnboardLayout::quadruped().names();
+    let mut n: Vec<String> = onboard.names();
     n.extend(xyz("base_lin_vel"));
     n.extend(["base_height", "friction", "torso_payload", "servo_strength"].map(String::from));
-    n.extend(LEGS.iter().map(|l| format!("{l}_contact_force")));
-    for l in LEGS {
+    n.extend(feet.iter().map(|l| format!("{l}_contact_force")));
+    for l in feet {
         n.extend(
             HEIGHT_POINTS
                 .iter()
                 .map(|dx| format!("{l}_floor_height_{dx:+.2}")),
         );
     }
-    debug_assert_eq!(n.len(), PRIVILEGED_DIM);
+    debug_assert_eq!(n.len(), onboard.dim() + PRIVILEGED_EXTRA);
     n
 }
 
@@ -53,20 +58,17 @@ impl QuadrupedEnv {
         // the board when `noise.board_sensor_path` is on: what the runtime decodes from it.
         let sensors = self.sensors_as_read();
         // The runtime builds its observation with the same function (clawrl-robot).
-        let mut values = [0.0f64; ONBOARD_DIM];
-        self.spec.onboard_layout.quadruped_values(
-            &sensors,
-            &self.action,
-            self.command,
-            &mut values,
-        );
+        let layout = &self.spec.onboard_layout;
+        let mut values = std::mem::take(&mut self.onboard_f64);
+        layout.quadruped_values(&sensors, &self.action, self.command, &mut values);
         // Sensor noise in the observation's own units, drawn group by group.
+        let (o, servos) = (layout.offsets(), layout.servo_count());
         let noise = [
             (offsets::GYRO, 3, n.gyro),
             (offsets::GRAVITY, 3, n.gravity),
             (offsets::ACC, 3, n.accelerometer),
-            (offsets::JOINT_POS, NUM_SERVOS, n.joint_pos),
-            (offsets::JOINT_VEL, NUM_SERVOS, n.joint_vel),
+            (o.joint_pos, servos, n.joint_pos),
+            (o.joint_vel, servos, n.joint_vel),
         ];
         for (start, len, amplitude) in noise {
             let scale = amplitude * self.params.noise_scale;
@@ -74,14 +76,16 @@ impl QuadrupedEnv {
                 *v += uniform(&mut self.rng, [-scale, scale]);
             }
         }
-        for (o, v) in self.onboard.iter_mut().zip(values) {
-            *o = v as f32;
+        for (o, v) in self.onboard.iter_mut().zip(&values) {
+            *o = *v as f32;
         }
+        self.onboard_f64 = values;
         self.sensors = sensors;
 
         let extra = self.privileged_extra();
-        self.privileged[..ONBOARD_DIM].copy_from_slice(&self.onboard);
-        self.privileged[ONBOARD_DIM..].copy_from_slice(&extra);
+        let dim = self.onboard.len();
+        self.privileged[..dim].copy_from_slice(&self.onboard);
+        self.privileged[dim..].copy_from_slice(&extra);
     }
 
     /// `s` plus this episode's sensor noise in the sensors' own units (the observation's
@@ -102,8 +106,9 @@ impl QuadrupedEnv {
             &mut s.acc,
             n.accelerometer / self.spec.onboard_layout.accelerometer_scale,
         );
-        add(&mut s.joint_pos, n.joint_pos);
-        add(&mut s.joint_vel, n.joint_vel);
+        let servos = self.spec.onboard_layout.servo_count();
+        add(&mut s.joint_pos[..servos], n.joint_pos);
+        add(&mut s.joint_vel[..servos], n.joint_vel);
         s
     }
 

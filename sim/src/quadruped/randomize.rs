@@ -4,7 +4,7 @@
 use mujoco_rs::prelude::*;
 
 use super::config::TaskConfig;
-use super::layout::{Layout, NUM_SERVOS};
+use super::layout::Layout;
 use super::math::{Quat, Vec3, axis_angle, rotate};
 use crate::rng::{SimRng, uniform};
 
@@ -18,8 +18,8 @@ pub struct EpisodeParams {
     pub servo_strength: f64,
     /// Physics steps before a new action reaches the servos.
     pub latency_substeps: usize,
-    /// Servo calibration error: the servo reads (and holds) angle + offset.
-    pub joint_offset: [f64; NUM_SERVOS],
+    /// Servo calibration error per servo: the servo reads (and holds) angle + offset.
+    pub joint_offset: Vec<f64>,
     /// Orientation of the floor (identity when flat) and its normal in the world.
     pub floor_quat: Quat,
     pub floor_normal: Vec3,
@@ -35,15 +35,20 @@ pub struct EpisodeParams {
 }
 
 impl EpisodeParams {
-    /// Draws every parameter. The order of draws is fixed, so a seed means the same episode
-    /// whatever the config's ranges.
-    pub fn draw(cfg: &TaskConfig, rng: &mut SimRng) -> Self {
-        Self::draw_on(cfg, rng, cfg.terrain.slope_degrees)
+    /// Draws every parameter for a robot of `servos` servos. The order of draws is fixed, so
+    /// a seed means the same episode whatever the config's ranges.
+    pub fn draw(cfg: &TaskConfig, rng: &mut SimRng, servos: usize) -> Self {
+        Self::draw_on(cfg, rng, cfg.terrain.slope_degrees, servos)
     }
 
     /// As [`draw`](Self::draw), a sloped floor's tilt drawn from `slope_degrees` (the terrain
     /// curriculum's band) instead of the config's whole range.
-    pub fn draw_on(cfg: &TaskConfig, rng: &mut SimRng, slope_degrees: [f64; 2]) -> Self {
+    pub fn draw_on(
+        cfg: &TaskConfig,
+        rng: &mut SimRng,
+        slope_degrees: [f64; 2],
+        servos: usize,
+    ) -> Self {
         use rand::RngExt;
         let d = &cfg.randomization;
         let friction = uniform(rng, d.friction);
@@ -53,7 +58,9 @@ impl EpisodeParams {
         let servo_strength = uniform(rng, d.servo_strength);
         let [lo, hi] = d.latency_substeps;
         let latency_substeps = rng.random_range(lo..=hi);
-        let joint_offset = std::array::from_fn(|_| uniform(rng, [-d.joint_offset, d.joint_offset]));
+        let joint_offset = (0..servos)
+            .map(|_| uniform(rng, [-d.joint_offset, d.joint_offset]))
+            .collect();
         let sloped = rng.random::<f64>() < cfg.terrain.slope_probability;
         let slope = uniform(rng, slope_degrees).to_radians();
         let direction = uniform(rng, [0.0, std::f64::consts::TAU]);

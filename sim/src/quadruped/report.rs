@@ -12,7 +12,7 @@ pub fn simulate_report(cfg: &TaskConfig, seconds: f64, seed: u64) -> Result<Stri
     env.reset(seed);
     let start = env.telemetry();
     let steps = (seconds / env.spec().control_dt).round() as usize;
-    let zero = [0.0f32; super::NUM_SERVOS];
+    let zero = vec![0.0f32; env.spec().action_dim];
     let mut contact_steps = [0usize; NUM_FEET];
     let mut min_height = f64::INFINITY;
     let mut ended = None;
@@ -41,7 +41,9 @@ pub fn simulate_report(cfg: &TaskConfig, seconds: f64, seed: u64) -> Result<Stri
     let p = env.params();
     let _ = writeln!(
         r,
-        "clawrl simulate: claw-foot quadruped, {}",
+        "clawrl simulate: {} ({} servos), {}",
+        env.robot().name,
+        env.spec().action_dim,
         env.robot().file.display()
     );
     let _ = writeln!(

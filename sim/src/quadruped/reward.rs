@@ -1,9 +1,8 @@
 //! The named reward terms. Each is a pure function of [`RewardInputs`], so its sign can be
 //! checked on a scripted case; weights come from `[rewards.weights]` in the task file.
 use super::config::{RewardConfig, RewardWeights};
-use super::layout::{NUM_FEET, NUM_LEG_SERVOS};
+use super::layout::NUM_FEET;
 use super::math::Vec3;
-use clawrl_robot::quadruped::DEFAULT_POSE;
 
 /// Term names, in the order of [`terms`] and [`RewardWeights::named`] (declared once, with
 /// the weights, in the config module).
@@ -35,8 +34,10 @@ pub struct RewardInputs<'a> {
     pub floor_tilt: f64,
     /// Each foot's share of time in contact, an exponential average over [`DUTY_WINDOW_S`].
     pub duty: [f64; NUM_FEET],
-    /// Leg joint positions (rad), in the order of the servo layout.
-    pub leg_joint_pos: [f64; NUM_LEG_SERVOS],
+    /// Leg joint positions (rad), in the order of the servo layout (the servos of kind `leg`).
+    pub leg_joint_pos: &'a [f64],
+    /// The same joints' default pose (rad): the stance the pose terms pull towards.
+    pub leg_default: &'a [f64],
     /// Each foot's lowest point above the floor (m).
     pub foot_height: [f64; NUM_FEET],
     /// Each foot's speed along the floor (m/s) over the last control step.
@@ -124,7 +125,7 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
     let joint_pose: f64 = x
         .leg_joint_pos
         .iter()
-        .zip(DEFAULT_POSE.iter())
+        .zip(x.leg_default)
         .map(|(q, q0)| (q - q0).powi(2))
         .sum();
     // MuJoCo Playground's Go1 recipe (go1/joystick.py), the gait that trotted zero-shot on a
@@ -153,7 +154,7 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
     } else {
         x.leg_joint_pos
             .iter()
-            .zip(DEFAULT_POSE.iter())
+            .zip(x.leg_default)
             .map(|(q, q0)| (q - q0).abs())
             .sum()
     };
@@ -202,6 +203,17 @@ mod tests {
     use super::*;
     use crate::quadruped::TaskConfig;
 
+    /// The claw-foot quadruped's leg joints at their default pose.
+    const LEG_DEFAULT: [f64; 12] = {
+        let mut q = [0.0; 12];
+        let mut i = 0;
+        while i < 12 {
+            q[i] = clawrl_robot::quadruped::DEFAULT_POSE[i];
+            i += 1;
+        }
+        q
+    };
+
     fn config() -> TaskConfig {
         TaskConfig::flat().expect("shipped config loads")
     }
@@ -218,7 +230,8 @@ mod tests {
             prev_action: action,
             contact: [true; NUM_FEET],
             duty: [0.5; NUM_FEET],
-            leg_joint_pos: std::array::from_fn(|i| DEFAULT_POSE[i]),
+            leg_joint_pos: &LEG_DEFAULT,
+            leg_default: &LEG_DEFAULT,
             ..Default::default()
         }
     }
@@ -461,11 +474,11 @@ mod tests {
         let a = [0.0f32; 16];
         let home = perfect(&a);
         assert_eq!(value(&home, "joint_pose"), 0.0);
-        let mut q = home.leg_joint_pos;
+        let mut q = LEG_DEFAULT;
         q[1] += 0.3; // FL hip pitch
         q[11] -= 0.4; // RR knee
         let bent = RewardInputs {
-            leg_joint_pos: q,
+            leg_joint_pos: &q,
             ..home.clone()
         };
         assert!((value(&bent, "joint_pose") - 0.25).abs() < 1e-12);
@@ -537,13 +550,13 @@ mod tests {
     #[test]
     fn stand_still_costs_leaving_the_pose_only_at_zero_command() {
         let a = [0.0f32; 16];
-        let mut q = perfect(&a).leg_joint_pos;
+        let mut q = LEG_DEFAULT;
         q[2] += 0.2;
         q[7] -= 0.1;
         let stand = RewardInputs {
             command: [0.0; 3],
             lin_vel: [0.0; 3],
-            leg_joint_pos: q,
+            leg_joint_pos: &q,
             ..perfect(&a)
         };
         assert!((value(&stand, "stand_still") - 0.3).abs() < 1e-12);
