@@ -89,11 +89,30 @@ pub struct RuntimeConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommandSection {
-    /// "fixed": `control.command`; "network": the command datagrams arriving on `listen`.
+    /// "fixed": `control.command`; "network": the command datagrams arriving on `listen`;
+    /// "gamepad": the joystick device `device` (`crate::command::gamepad`).
     pub source: String,
     /// UDP address to listen on for "network", e.g. "0.0.0.0:9870".
     #[serde(default)]
     pub listen: String,
+    /// The joystick device for "gamepad", e.g. "/dev/input/js0" (no default: a robot may have
+    /// several).
+    #[serde(default)]
+    pub device: String,
+    /// "gamepad": the axis numbers of forward, lateral and yaw (`jstest /dev/input/js0` shows
+    /// them); default `[1, 0, 3]`: left stick up/down and left/right, right stick left/right
+    /// on an Xbox-style pad (`xpad`, `hid-sony`).
+    #[serde(default = "default_axes")]
+    pub axes: [u8; 3],
+    /// "gamepad": fraction of full scale around each stick's centre that reads 0; default 0.1.
+    #[serde(default = "default_deadzone")]
+    pub deadzone: f64,
+    /// "gamepad": the button that starts the stop sequence; default 1 (B on an Xbox-style pad).
+    #[serde(default = "default_stop_button")]
+    pub stop_button: u8,
+    /// "gamepad": the e-stop button (latched); default 0 (A on an Xbox-style pad).
+    #[serde(default = "default_estop_button")]
+    pub estop_button: u8,
     /// Without a fresh command this long, the command ramps to zero (the robot stands).
     pub timeout_s: f64,
     /// Standing at zero this much longer without one, the stop sequence.
@@ -122,12 +141,51 @@ impl CommandSection {
         }
     }
 
+    /// The gamepad's axes, buttons and dead zone, with the command ranges.
+    pub fn gamepad(&self) -> crate::command::gamepad::GamepadMap {
+        crate::command::gamepad::GamepadMap {
+            axes: self.axes,
+            deadzone: self.deadzone,
+            stop_button: self.stop_button,
+            estop_button: self.estop_button,
+            ranges: self.ranges,
+        }
+    }
+
     fn validate(&self) -> Result<(), KeyError> {
-        if !["fixed", "network"].contains(&self.source.as_str()) {
+        if !["fixed", "network", "gamepad"].contains(&self.source.as_str()) {
             return Err(KeyError::new(
                 "command.source",
-                format!("{:?} is not one of fixed, network", self.source),
+                format!("{:?} is not one of fixed, network, gamepad", self.source),
             ));
+        }
+        if self.source == "gamepad" {
+            if self.device.is_empty() {
+                return Err(KeyError::new(
+                    "command.device",
+                    "needs the joystick device for source = \"gamepad\", e.g. \"/dev/input/js0\"",
+                ));
+            }
+            check_range("command.deadzone", self.deadzone, 0.0, 0.9)?;
+            let [f, l, y] = self.axes;
+            if f == l || f == y || l == y {
+                return Err(KeyError::new(
+                    "command.axes",
+                    format!(
+                        "{:?}: forward, lateral and yaw need three different axes",
+                        self.axes
+                    ),
+                ));
+            }
+            if self.stop_button == self.estop_button {
+                return Err(KeyError::new(
+                    "command.stop_button",
+                    format!(
+                        "{} is also command.estop_button: the stop and the e-stop need two buttons",
+                        self.stop_button
+                    ),
+                ));
+            }
         }
         if self.source == "network" && self.listen.parse::<std::net::SocketAddr>().is_err() {
             return Err(KeyError::new(
@@ -159,6 +217,22 @@ impl CommandSection {
         }
         Ok(())
     }
+}
+
+fn default_axes() -> [u8; 3] {
+    [1, 0, 3]
+}
+
+fn default_deadzone() -> f64 {
+    0.1
+}
+
+fn default_stop_button() -> u8 {
+    1
+}
+
+fn default_estop_button() -> u8 {
+    0
 }
 
 /// What this robot is: with `control.rate_hz` and the servo layout of the model, everything a

@@ -310,19 +310,23 @@ pub fn connect(cfg: &RuntimeConfig, clear_estop: bool) -> Result<Link> {
     connect_info(cfg, clear_estop, None).map(|(link, _)| link)
 }
 
-/// The live command source the config's `[command]` names, listening; `None` for "fixed".
+/// The live command source the config's `[command]` names, listening or open; `None` for
+/// "fixed". A gamepad that cannot be opened is an error naming its device.
 fn live_commands(cfg: &RuntimeConfig) -> Result<Option<crate::command::Live>> {
     let Some(c) = cfg.command.as_ref().filter(|c| c.live()) else {
         return Ok(None);
     };
-    let listen: std::net::SocketAddr = c.listen.parse().context("command.listen")?;
-    let live = crate::command::Live::start(listen, c.limits(cfg.control.rate_hz))
-        .with_context(|| format!("listening for commands on UDP {listen}"))?;
+    let live = crate::command::Live::from_config(c, cfg.control.rate_hz)?;
+    let from = match live.source() {
+        crate::command::Source::Network(s) => format!(
+            "UDP {}",
+            s.local_addr().map_or(c.listen.clone(), |a| a.to_string())
+        ),
+        crate::command::Source::Gamepad(g) => format!("the gamepad {}", g.path().display()),
+    };
     eprintln!(
-        "clawrl-runtime: commands from UDP {} (zero after {} s without one, the stop {} s later)",
-        live.local_addr().map_or(listen, |a| a),
-        c.timeout_s,
-        c.stop_after_s
+        "clawrl-runtime: commands from {from} (zero after {} s without one, the stop {} s later)",
+        c.timeout_s, c.stop_after_s
     );
     Ok(Some(live))
 }
@@ -396,6 +400,9 @@ fn connect_info(
 pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     let bundle = load_bundle(cfg, &opts.bundle)?;
     let mut control = controller_for(cfg, &bundle)?;
+    // The command source first: a gamepad that is not there refuses the run before the board
+    // is touched.
+    let mut live = live_commands(cfg)?;
     // The shared counters only mean something in lockstep.
     let lockstep = opts.lockstep.clone().filter(|_| cfg.control.lockstep());
     let servos = crate::wiring::servos(cfg, crate::wiring::Pose::Rest);
@@ -466,7 +473,6 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
         telemetry: telemetry.as_ref().map(|(tx, _)| tx.clone()),
         notices: Some(notice_tx),
     };
-    let mut live = live_commands(cfg)?;
     // Whether the serial thread holds a command of ours (lockstep waits for its verdict).
     let mut pending = false;
     let ended = loop {

@@ -1,7 +1,7 @@
 //! Live velocity commands and the rules that keep them safe (issue 42): `run` drives a
 //! [`Live`] source once per control cycle when the config's `[command]` says so.
 //!
-//! A source (the network's [`udp::UdpSource`]; a gamepad next) yields [`Input`]s; the
+//! A source (the network's [`udp::UdpSource`], a gamepad's [`gamepad::GamepadSource`]) yields [`Input`]s; the
 //! [`CommandGuard`] turns them, once per control period, into the command the policy sees and
 //! the requests the safety machine must act on:
 //! - no fresh command for `timeout` -> zero command (the robot stands), and `stop_after` later
@@ -14,6 +14,7 @@
 //! The guard counts control periods, not the wall clock, so a run in lockstep gives the same
 //! answer at any load.
 pub mod datagram;
+pub mod gamepad;
 pub mod udp;
 
 /// What a command source says.
@@ -149,9 +150,15 @@ impl CommandGuard {
     }
 }
 
-/// The network source and its guard, as `run` drives them once per control cycle.
+/// Where [`Live`]'s inputs come from.
+pub enum Source {
+    Network(udp::UdpSource),
+    Gamepad(gamepad::GamepadSource),
+}
+
+/// A command source and its guard, as `run` drives them once per control cycle.
 pub struct Live {
-    source: udp::UdpSource,
+    source: Source,
     guard: CommandGuard,
     inputs: Vec<Input>,
 }
@@ -159,23 +166,73 @@ pub struct Live {
 impl Live {
     /// Listens on `listen`; the guard starts at zero (nothing moves until a command comes).
     pub fn start(listen: std::net::SocketAddr, limits: CommandLimits) -> std::io::Result<Self> {
-        Ok(Self {
-            source: udp::UdpSource::bind(listen)?,
-            guard: CommandGuard::new(limits),
-            inputs: Vec::with_capacity(16),
-        })
+        Ok(Self::with_source(
+            Source::Network(udp::UdpSource::bind(listen)?),
+            limits,
+        ))
     }
 
+    /// Opens the joystick device `path` (non-blocking); the guard starts at zero.
+    pub fn open_gamepad(
+        path: &std::path::Path,
+        map: gamepad::GamepadMap,
+        limits: CommandLimits,
+    ) -> std::io::Result<Self> {
+        Ok(Self::with_source(
+            Source::Gamepad(gamepad::GamepadSource::open(path, map)?),
+            limits,
+        ))
+    }
+
+    /// The source a live `[command]` section names, at control rate `rate_hz`, as `run` starts
+    /// it: the error names the address or the device that could not be opened.
+    pub fn from_config(c: &crate::config::CommandSection, rate_hz: f64) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let limits = c.limits(rate_hz);
+        match c.source.as_str() {
+            "network" => {
+                let listen: std::net::SocketAddr = c.listen.parse().context("command.listen")?;
+                Self::start(listen, limits)
+                    .with_context(|| format!("listening for commands on UDP {listen}"))
+            }
+            "gamepad" => Self::open_gamepad(std::path::Path::new(&c.device), c.gamepad(), limits)
+                .with_context(|| format!("opening the gamepad {} (command.device)", c.device)),
+            other => anyhow::bail!("command.source {other:?} is not a live source"),
+        }
+    }
+
+    fn with_source(source: Source, limits: CommandLimits) -> Self {
+        Self {
+            source,
+            guard: CommandGuard::new(limits),
+            inputs: Vec::with_capacity(16),
+        }
+    }
+
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+
+    /// The network source's address (an error for a gamepad).
     pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
-        self.source.local_addr()
+        match &self.source {
+            Source::Network(s) => s.local_addr(),
+            Source::Gamepad(_) => Err(std::io::Error::other("a gamepad has no address")),
+        }
     }
 
     /// Drains the source (never blocks) and steps the guard: this cycle's command and what it
-    /// asks of the safety machine. A socket that fails is a lost source: the stop.
+    /// asks of the safety machine. A socket that fails, or a gamepad unplugged, is a lost
+    /// source: the stop.
     pub fn cycle(&mut self) -> Guarded {
         self.inputs.clear();
-        if self.source.poll(&mut self.inputs).is_err() {
-            self.inputs.push(Input::Lost);
+        match &mut self.source {
+            Source::Network(s) => {
+                if s.poll(&mut self.inputs).is_err() {
+                    self.inputs.push(Input::Lost);
+                }
+            }
+            Source::Gamepad(g) => g.poll(&mut self.inputs),
         }
         for &i in &self.inputs {
             self.guard.push(i);

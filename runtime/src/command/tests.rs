@@ -171,3 +171,168 @@ mod datagram_bytes {
         assert_eq!(Datagram::decode(&b).unwrap().input(), Input::EStop);
     }
 }
+
+mod gamepad_events {
+    use std::io::Write;
+
+    use super::super::Input;
+    use super::super::gamepad::*;
+
+    fn map() -> GamepadMap {
+        GamepadMap {
+            axes: [1, 0, 3],
+            deadzone: 0.1,
+            stop_button: 1,
+            estop_button: 0,
+            ranges: [[-0.2, 0.4], [-0.3, 0.3], [-0.8, 1.0]],
+        }
+    }
+
+    fn axis(number: u8, value: i16) -> Event {
+        Event {
+            time_ms: 0,
+            value,
+            kind: JS_EVENT_AXIS,
+            number,
+        }
+    }
+
+    fn button(number: u8, value: i16) -> Event {
+        Event {
+            time_ms: 0,
+            value,
+            kind: JS_EVENT_BUTTON,
+            number,
+        }
+    }
+
+    fn close(a: [f64; 3], b: [f64; 3]) -> bool {
+        a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-12)
+    }
+
+    #[test]
+    fn an_event_is_8_little_endian_bytes_and_init_is_an_ordinary_event() {
+        let b = [0x04, 0x03, 0x02, 0x01, 0x01, 0x80, 0x82, 0x03];
+        let e = Event::decode(&b);
+        assert_eq!(
+            e,
+            Event {
+                time_ms: 0x0102_0304,
+                value: -32767,
+                kind: JS_EVENT_AXIS,
+                number: 3,
+            }
+        );
+        assert_eq!(axis(3, -32767).encode()[4..6], b[4..6]);
+        let mut d = Decoder::new(map());
+        let mut out = Vec::new();
+        d.event(e, &mut out);
+        assert!(out.is_empty());
+        // Axis 3 is yaw: pushed left (negative) at full scale, the yaw range's high end.
+        assert!(close(d.velocity(), [0.0, 0.0, 1.0]), "{:?}", d.velocity());
+    }
+
+    #[test]
+    fn sticks_scale_to_the_ranges_with_left_and_forward_positive() {
+        let mut d = Decoder::new(map());
+        let mut out = Vec::new();
+        // Left stick up, full: forward at the range's high end; down: its low end.
+        d.event(axis(1, -32767), &mut out);
+        assert!(close(d.velocity(), [0.4, 0.0, 0.0]), "{:?}", d.velocity());
+        d.event(axis(1, 32767), &mut out);
+        assert!(close(d.velocity(), [-0.2, 0.0, 0.0]), "{:?}", d.velocity());
+        // -32768 is full scale too, not beyond it.
+        d.event(axis(1, -32768), &mut out);
+        assert!(close(d.velocity(), [0.4, 0.0, 0.0]), "{:?}", d.velocity());
+        d.event(axis(1, 0), &mut out);
+        // Left stick left: lateral left, positive; right stick right: yaw right, negative.
+        d.event(axis(0, -32767), &mut out);
+        d.event(axis(3, 32767), &mut out);
+        assert!(close(d.velocity(), [0.0, 0.3, -0.8]), "{:?}", d.velocity());
+        // Axes that are not mapped (the right stick's up/down, the triggers) change nothing.
+        d.event(axis(2, -32767), &mut out);
+        d.event(axis(4, -32767), &mut out);
+        assert!(close(d.velocity(), [0.0, 0.3, -0.8]), "{:?}", d.velocity());
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn the_dead_zone_reads_zero_and_the_rest_is_rescaled_from_its_edge() {
+        let mut d = Decoder::new(map());
+        let mut out = Vec::new();
+        // 9 % of full scale: inside the 10 % dead zone.
+        d.event(axis(1, -2949), &mut out);
+        d.event(axis(0, 3000), &mut out);
+        assert_eq!(d.velocity(), [0.0; 3]);
+        // 55 % forward: half way from the dead zone's edge to full scale.
+        d.event(axis(1, (-0.55 * 32767.0) as i16), &mut out);
+        let v = d.velocity()[0];
+        assert!((v - 0.2).abs() < 1e-4, "{v}");
+    }
+
+    #[test]
+    fn buttons_stop_and_estop_when_pressed() {
+        let mut d = Decoder::new(map());
+        let mut out = Vec::new();
+        d.event(button(1, 1), &mut out);
+        d.event(button(1, 0), &mut out);
+        d.event(button(5, 1), &mut out);
+        d.event(button(0, 1), &mut out);
+        d.event(button(0, 0), &mut out);
+        assert_eq!(out, [Input::Stop, Input::EStop]);
+        // The driver's initial state of a held e-stop button is an e-stop.
+        let mut b = button(0, 1).encode();
+        b[6] |= JS_EVENT_INIT;
+        out.clear();
+        d.event(Event::decode(&b), &mut out);
+        assert_eq!(out, [Input::EStop]);
+    }
+
+    /// A FIFO in a temporary folder, as a stand-in for `/dev/input/js0`.
+    fn fifo(dir: &std::path::Path) -> std::path::PathBuf {
+        let p = dir.join("js0");
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        p
+    }
+
+    #[test]
+    fn partial_events_wait_for_their_rest_and_eof_is_lost_only_after_an_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = fifo(dir.path());
+        let mut src = GamepadSource::open(&path, map()).unwrap();
+        let mut out = Vec::new();
+        // No writer yet: end of file, but nothing was ever delivered: nothing, not lost.
+        src.poll(&mut out);
+        src.poll(&mut out);
+        assert!(out.is_empty() && !src.gone(), "{out:?}");
+        let mut w = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        // Writer open, nothing written: would block, nothing new.
+        src.poll(&mut out);
+        assert!(out.is_empty(), "{out:?}");
+        // One whole event and 3 bytes of the next.
+        let fwd = axis(1, -32767).encode();
+        let stop = button(1, 1).encode();
+        w.write_all(&fwd).unwrap();
+        w.write_all(&stop[..3]).unwrap();
+        src.poll(&mut out);
+        assert_eq!(out, [Input::Velocity([0.4, 0.0, 0.0])]);
+        // Held still: the same velocity every poll.
+        out.clear();
+        src.poll(&mut out);
+        assert_eq!(out, [Input::Velocity([0.4, 0.0, 0.0])]);
+        // The rest of the stop button arrives.
+        out.clear();
+        w.write_all(&stop[3..]).unwrap();
+        src.poll(&mut out);
+        assert_eq!(out, [Input::Stop, Input::Velocity([0.4, 0.0, 0.0])]);
+        // Unplugged (the writer closes): lost, and lost at every poll after.
+        drop(w);
+        out.clear();
+        src.poll(&mut out);
+        src.poll(&mut out);
+        assert_eq!(out, [Input::Lost, Input::Lost]);
+        assert!(src.gone());
+    }
+}
