@@ -90,6 +90,7 @@ pub fn simulate(
                 state: Some(state),
                 stop: false,
                 command: None,
+                estop: false,
             },
             &mut out,
         );

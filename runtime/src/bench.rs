@@ -468,6 +468,7 @@ pub fn cycle(bundle: &clawrl_bundle::Bundle, iterations: usize) -> Result<CycleT
             state,
             stop: false,
             command: None,
+            estop: false,
         };
         c.step(&input, &mut out);
         if let Some(g) = &out.goals {

@@ -51,6 +51,15 @@ pub enum SerialEvent {
     Up,
 }
 
+/// What the operator asks of one cycle: the stop (SIGINT, `--seconds`, a command source's
+/// stop), a command source's e-stop, and its command (`None`: the config's).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Operator {
+    pub stop: bool,
+    pub estop: bool,
+    pub command: Option<[f64; 3]>,
+}
+
 /// What a run did, printed at its end.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
@@ -162,8 +171,7 @@ impl<P: Act> ControlLoop<P> {
     pub fn cycle(
         &mut self,
         ch: &Channels,
-        stop: bool,
-        command: Option<[f64; 3]>,
+        operator: Operator,
         tick: Tick,
         woke: Instant,
         summary: &mut Summary,
@@ -200,8 +208,9 @@ impl<P: Act> ControlLoop<P> {
         }
         let input = Input {
             state: self.latest,
-            stop,
-            command,
+            stop: operator.stop,
+            command: operator.command,
+            estop: operator.estop,
         };
         let prev = self.controller.phase();
         self.controller.step(&input, &mut self.out);
@@ -484,16 +493,23 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
         let timed_out = opts
             .duration
             .is_some_and(|d| pace.elapsed(summary.cycles) >= d);
-        // A live source: its command this cycle, and its stop (a stop datagram, an e-stop,
-        // silence past the timeout, a lost socket) as the operator's SIGINT.
+        // A live source: its command this cycle; its stop (a stop datagram or button, silence
+        // past the timeout, a lost source) as the operator's SIGINT; its e-stop, latched by the
+        // guard, as the safety machine's e-stop.
         let guarded = live.as_mut().map(crate::command::Live::cycle);
-        let asked = guarded.is_some_and(|g| g.request.is_some());
-        let stop = opts.stop.load(Ordering::Relaxed) || timed_out || asked;
+        let request = guarded.and_then(|g| g.request);
+        let stop = opts.stop.load(Ordering::Relaxed)
+            || timed_out
+            || request == Some(crate::command::Request::Stop);
+        let estop = request == Some(crate::command::Request::EStop);
         let dropped = summary.commands_dropped;
         control.cycle(
             &ch,
-            stop,
-            guarded.map(|g| g.command),
+            Operator {
+                stop,
+                estop,
+                command: guarded.map(|g| g.command),
+            },
             tick,
             woke,
             &mut summary,

@@ -123,6 +123,7 @@ fn safety_sequence<P: crate::controller::Act>(c: &mut Controller<P>) -> Result<V
                 state: Some(reading(pose)),
                 stop: false,
                 command: None,
+                estop: false,
             },
             &mut out,
         )?;
@@ -151,6 +152,7 @@ fn safety_sequence<P: crate::controller::Act>(c: &mut Controller<P>) -> Result<V
             state: Some(bad),
             stop: false,
             command: None,
+            estop: false,
         },
         &mut out,
     )?;
@@ -166,6 +168,7 @@ fn safety_sequence<P: crate::controller::Act>(c: &mut Controller<P>) -> Result<V
             state: Some(reading(held)),
             stop: false,
             command: None,
+            estop: false,
         },
         &mut out,
     )?;
@@ -183,6 +186,7 @@ fn safety_sequence<P: crate::controller::Act>(c: &mut Controller<P>) -> Result<V
                 state: Some(reading(out.goals.unwrap_or(held))),
                 stop: true,
                 command: None,
+                estop: false,
             },
             &mut out,
         )?;

@@ -135,7 +135,8 @@ impl Record {
         p.bytes(&self.compute_ns.to_le_bytes());
         p.u8(u8::from(self.missed_deadline));
         p.u8(u8::from(self.link_up));
-        p.u8(u8::from(self.input.stop));
+        // Bit 0 the stop, bit 1 the operator's e-stop (logs from before it read 0 or 1).
+        p.u8(u8::from(self.input.stop) | u8::from(self.input.estop) << 1);
         p.u8(u8::from(self.input.state.is_some()));
         let s = self.input.state.unwrap_or_default();
         p.f64s(&s.sensors.gyro);
@@ -168,7 +169,8 @@ impl Record {
         let (cycle, lateness_ns, compute_ns) = (t.u64(), t.u64(), t.u64());
         let missed_deadline = t.u8() != 0;
         let link_up = t.u8() != 0;
-        let stop = t.u8() != 0;
+        let operator = t.u8();
+        let (stop, estop) = (operator & 1 != 0, operator & 2 != 0);
         let fresh = t.u8() != 0;
         let sensors = OnboardSensors {
             gyro: t.f64s(),
@@ -216,6 +218,7 @@ impl Record {
                 state: fresh.then_some(state),
                 stop,
                 command: has_command.then_some(command),
+                estop,
             },
             output,
             ticks,
@@ -480,6 +483,7 @@ mod tests {
             state: Some(s),
             stop: true,
             command: Some([0.3, -0.1, 0.5]),
+            estop: true,
         };
         r.output.phase = Phase::Fault(Fault::Stale);
         r.output.goals = Some([0.25; NUM_SERVOS]);

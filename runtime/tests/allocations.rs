@@ -18,7 +18,7 @@ use clawrl_runtime::controller::{Act, Controller, Phase, SafetyConfig};
 use clawrl_runtime::inference::{InferenceError, Student};
 use clawrl_runtime::observation::ObservationBuilder;
 use clawrl_runtime::rate::FixedRate;
-use clawrl_runtime::run::{Channels, ControlLoop, SerialCmd, SerialEvent, Summary};
+use clawrl_runtime::run::{Channels, ControlLoop, Operator, SerialCmd, SerialEvent, Summary};
 use clawrl_runtime::telemetry::Record;
 use clawrl_runtime::wire::BoardState;
 use crossbeam::channel::bounded;
@@ -164,7 +164,7 @@ fn the_running_control_loop_allocates_only_in_the_forward_pass() {
         let (a0, b0) = allocated();
         let tick = rate.wait();
         let woke = Instant::now();
-        control.cycle(&ch, false, None, tick, woke, summary);
+        control.cycle(&ch, Operator::default(), tick, woke, summary);
         let (a1, b1) = allocated();
         counted.0 += a1 - a0;
         counted.1 += b1 - b0;

@@ -26,12 +26,16 @@ fn datagram(seq: u32, v: [f32; 3]) -> Vec<u8> {
     b
 }
 
-#[test]
-fn network_commands_drive_the_policy_and_silence_ends_in_the_stop() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let fw = FirmwareConfig::claw_foot();
-    let board = VirtualBoard::spawn_on_pty(fw.clone(), ServoModel::new(&fw)).unwrap();
+/// `run` on the board at `port_path` for at most `seconds`, with `[command] source = "network"`
+/// on a free UDP port (returned), the safety phases at 0.5 s each.
+fn runtime_on(
+    d: &std::path::Path,
+    port_path: &str,
+    seconds: u64,
+) -> (
+    std::thread::JoinHandle<anyhow::Result<clawrl_runtime::run::Summary>>,
+    u16,
+) {
     let port = UdpSocket::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -44,7 +48,7 @@ fn network_commands_drive_the_policy_and_silence_ends_in_the_stop() {
     );
     std::fs::write(d.join("robot.toml"), text).unwrap();
     let sets = vec![
-        format!("serial.port={:?}", board.path()),
+        format!("serial.port={:?}", port_path),
         "serial.answer_timeout_ms=100".into(),
         "control.realtime_priority=0".into(),
         "control.cpu=-1".into(),
@@ -69,13 +73,23 @@ fn network_commands_drive_the_policy_and_silence_ends_in_the_stop() {
             &cfg,
             &RunOptions {
                 bundle,
-                duration: Some(Duration::from_secs(20)),
+                duration: Some(Duration::from_secs(seconds)),
                 stop: Arc::new(AtomicBool::new(false)),
                 clear_estop: false,
                 lockstep: None,
             },
         )
     });
+    (runtime, port)
+}
+
+#[test]
+fn network_commands_drive_the_policy_and_silence_ends_in_the_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fw = FirmwareConfig::claw_foot();
+    let board = VirtualBoard::spawn_on_pty(fw.clone(), ServoModel::new(&fw)).unwrap();
+    let (runtime, port) = runtime_on(d, board.path(), 20);
     // A script: 0.6 m/s forward (clipped to 0.4) and a yaw of 0.3, every 50 ms for 2.5 s
     // from the start (the policy takes over after 1 s), then silence.
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -183,4 +197,46 @@ fn a_bad_command_section_names_its_key() {
             "{line}: {e}"
         );
     }
+}
+
+/// The e-stop datagram while the policy walks: the safety machine's e-stop (the board's, every
+/// cycle), not the stop sequence, latched by the guard as the script falls silent; the run ends
+/// only at its time, through Off. The log records the operator's e-stop.
+#[test]
+fn an_e_stop_datagram_latches_the_e_stop_until_the_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fw = FirmwareConfig::claw_foot();
+    let board = VirtualBoard::spawn_on_pty(fw.clone(), ServoModel::new(&fw)).unwrap();
+    let (runtime, port) = runtime_on(d, board.path(), 4);
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let start = Instant::now();
+    let mut seq = 0;
+    // Walking at 0.3 m/s (the policy takes over after 1 s), then the e-stop, then silence.
+    while start.elapsed() < Duration::from_millis(1600) {
+        seq += 1;
+        sender
+            .send_to(&datagram(seq, [0.3, 0.0, 0.0]), ("127.0.0.1", port))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut estop = datagram(seq + 1, [0.0; 3]);
+    estop[5] = 1; // flags: bit 0, the e-stop
+    sender.send_to(&estop, ("127.0.0.1", port)).unwrap();
+    let summary = runtime.join().unwrap().unwrap();
+    assert!(
+        summary.phases.contains(&Phase::EStop) && !summary.phases.contains(&Phase::Halting),
+        "{:?}",
+        summary.phases
+    );
+    assert_eq!(summary.final_phase, Some(Phase::Off));
+    // It ran to its 4 s: neither the e-stop nor the silence after it ended the run early.
+    assert!(summary.cycles >= 50 * 3, "{} cycles", summary.cycles);
+    let mut log = LogReader::open(summary.log.as_ref().unwrap()).unwrap();
+    let (mut pressed, mut in_estop) = (0, 0);
+    while let Some(r) = log.next_record().unwrap() {
+        pressed += usize::from(r.input.estop);
+        in_estop += usize::from(r.output.phase == Phase::EStop);
+    }
+    assert!(pressed > 50 && in_estop > 50, "{pressed} {in_estop}");
 }

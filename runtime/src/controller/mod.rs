@@ -110,6 +110,9 @@ pub struct Input {
     /// This cycle's live velocity command (a command source's, through
     /// `crate::command::CommandGuard`); `None`: the configured `control.command`.
     pub command: Option<[f64; 3]>,
+    /// The operator pressed the e-stop (a command source's, latched by its guard): the
+    /// safety machine's `EStop`, as a tilt.
+    pub estop: bool,
 }
 
 /// What one cycle decided.
@@ -268,6 +271,7 @@ impl<P: Act> Controller<P> {
         let elapsed = self.cfg.duration(self.phase);
         Events::default()
             .with(Event::Stop, input.stop)
+            .with(Event::OperatorEStop, input.estop)
             .with(
                 Event::Tilt,
                 fresh.is_some_and(|s| tilt(&s) > self.cfg.tilt_limit),

@@ -111,6 +111,9 @@ impl Phase {
 pub enum Event {
     /// SIGINT/SIGTERM (or `run --seconds` ran out).
     Stop,
+    /// The operator's e-stop (a command source's button: the gamepad's, `clawrl teleop`'s):
+    /// latched as the tilt's, from any phase but `Off`, the board's e-stop every cycle.
+    OperatorEStop,
     /// A fresh reading tilted past `tilt_limit`.
     Tilt,
     /// A fresh reading with the board's alert bit (its own fault or e-stop).
@@ -130,14 +133,16 @@ pub enum Event {
 /// The events in the order [`next`] applies them, each to the phase the ones before it left.
 ///
 /// - The stop goes first, so the checks watch the phase it leads to: a tilt in the cycle of a
-///   stop, or during the halt, e-stops (HIL: the tilt during Halting, BENCHMARKS.md).
+///   stop, or during the halt, e-stops (HIL: the tilt during Halting, BENCHMARKS.md). The
+///   operator's e-stop is the first check: pressed in the cycle of a stop, it e-stops.
 /// - The checks lead to phases no check watches, so among them the first wins: a tilt over the
 ///   alert bit (a stale link never comes with them: a reading is fresh or it is not).
 /// - The timers then, in a phase nothing moved this cycle ([`next`]).
 /// - The policy's faults last: they are found by running the policy in the phase the others
 ///   left (and never both at once: the policy stops at the first).
-pub const ORDER: [Event; 8] = [
+pub const ORDER: [Event; 9] = [
     Event::Stop,
+    Event::OperatorEStop,
     Event::Tilt,
     Event::Alert,
     Event::Stale,
@@ -195,6 +200,8 @@ fn on(phase: Phase, event: Event) -> Option<Phase> {
         (Stop, Phase::TorqueOff | Phase::Fault(Fault::Stale | Fault::Board) | Phase::EStop) => {
             Phase::Off
         }
+        // The operator means it wherever the robot is, the torque on or not yet.
+        (OperatorEStop, p) if !matches!(p, Phase::EStop | Phase::Off) => Phase::EStop,
         (Tilt, p) if p.watched() => Phase::EStop,
         (Alert, p) if p.watched() => Phase::Fault(Fault::Board),
         (Stale, p) if p.watched() => Phase::Fault(Fault::Stale),

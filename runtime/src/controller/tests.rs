@@ -72,6 +72,7 @@ fn fresh(c: &mut Controller<Fixed>, out: &mut Output, n: usize) -> Vec<Output> {
                     state: Some(reading(pose)),
                     stop: false,
                     command: None,
+                    estop: false,
                 },
                 out,
             );
@@ -216,6 +217,7 @@ fn a_non_finite_reading_while_running_latches_the_fault_and_holds() {
                 state: Some(bad),
                 stop: false,
                 command: None,
+                estop: false,
             },
             &mut out,
         );
@@ -255,6 +257,7 @@ fn a_stop_while_running_halts_fades_out_to_the_default_pose_then_lowers() {
             state: Some(reading(pose)),
             stop: true,
             command: None,
+            estop: false,
         };
         c.step(&input, &mut out);
         outs.push(out);
@@ -328,6 +331,7 @@ fn a_stop_before_the_policy_runs_lowers_straight_away() {
             state: Some(reading(pose)),
             stop: true,
             command: None,
+            estop: false,
         },
         &mut out,
     );
@@ -374,6 +378,7 @@ fn a_reading_outside_the_limits_starts_from_the_nearest_limit() {
             state: Some(reading(pose)),
             stop: false,
             command: None,
+            estop: false,
         },
         &mut out,
     );
@@ -405,6 +410,7 @@ fn a_nan_action_latches_the_fault_and_holds_the_last_goal() {
                 state: Some(reading(held)),
                 stop: true,
                 command: None,
+                estop: false,
             },
             &mut out,
         );
@@ -427,6 +433,7 @@ fn a_tilt_past_the_limit_latches_the_e_stop() {
             state: Some(fallen),
             stop: false,
             command: None,
+            estop: false,
         },
         &mut out,
     );
@@ -445,6 +452,7 @@ fn a_tilt_past_the_limit_latches_the_e_stop() {
             state: None,
             stop: true,
             command: None,
+            estop: false,
         },
         &mut out,
     );
@@ -464,6 +472,7 @@ fn missing_readings_become_the_stale_fault_after_the_configured_cycles() {
         state: None,
         stop: false,
         command: None,
+        estop: false,
     };
     c.step(&none, &mut out);
     c.step(&none, &mut out);
@@ -493,6 +502,7 @@ fn the_board_alert_bit_hands_over_to_the_board() {
             state: Some(s),
             stop: false,
             command: None,
+            estop: false,
         },
         &mut out,
     );
@@ -558,6 +568,16 @@ fn the_events_apply_in_the_listed_order() {
         (Phase::Running, &[Stop, NonFinite], non_finite),
         (Phase::Standing, &[Elapsed, NonFinite], non_finite),
         (Phase::Running, &[Stop, Tilt, NonFinite], Phase::EStop),
+        // The operator's e-stop: from any phase but Off, in the cycle of a stop too, over a
+        // policy fault found the same cycle.
+        (Phase::Running, &[OperatorEStop], Phase::EStop),
+        (Phase::TorqueOff, &[OperatorEStop, Ready], Phase::EStop),
+        (Phase::Lowering, &[OperatorEStop], Phase::EStop),
+        (Phase::Fault(Fault::Board), &[OperatorEStop], Phase::EStop),
+        (Phase::Running, &[Stop, OperatorEStop], Phase::EStop),
+        (Phase::Running, &[OperatorEStop, NonFinite], Phase::EStop),
+        (Phase::Off, &[OperatorEStop], Phase::Off),
+        (Phase::EStop, &[Stop, OperatorEStop], Phase::Off),
     ];
     for (from, events, to) in cases {
         assert_eq!(after(from, events), to, "{from:?} on {events:?}");
@@ -581,6 +601,7 @@ fn a_tilt_during_the_halt_wins_over_the_stop() {
         state: Some(s),
         stop: true,
         command: None,
+        estop: false,
     };
     c.step(&stop(reading(out.goals.unwrap())), &mut out);
     assert_eq!(out.phase, Phase::Halting);
@@ -605,6 +626,7 @@ fn a_nan_and_a_stop_in_one_cycle_latch_the_fault_then_a_tilt_e_stops() {
         state: Some(s),
         stop: true,
         command: None,
+        estop: false,
     };
     // The stop halts; the policy, run in the halt, meets the NaN.
     c.step(&stop(bad), &mut out);
@@ -727,6 +749,7 @@ fn a_tilt_exactly_at_the_limit_is_not_past_it() {
                 state: Some(fallen(out.goals.unwrap())),
                 stop: false,
                 command: None,
+                estop: false,
             },
             &mut out,
         );
@@ -823,6 +846,7 @@ fn the_heading_hold_steers_back_to_the_takeover_heading() {
                     state: Some(yawed(pose, yaw)),
                     stop: false,
                     command: None,
+                    estop: false,
                 };
                 c.step(&input, &mut out);
                 out
@@ -881,6 +905,7 @@ fn a_live_command_replaces_the_configured_one_cycle_by_cycle() {
             state: Some(reading(pose)),
             stop: k >= 55,
             command,
+            estop: false,
         };
         c.step(&input, &mut out);
         if out.policy_ran {
@@ -901,4 +926,33 @@ fn a_live_command_replaces_the_configured_one_cycle_by_cycle() {
     assert_eq!(at(52).2, [0.1, 0.0, 0.0]);
     let halting = seen.iter().find(|s| s.1 == Phase::Halting).unwrap();
     assert_eq!(halting.2, [0.0, 0.0, 0.0], "a stop zeroes it, live or not");
+}
+
+/// The operator's e-stop (a command source's button, latched by the command guard) while the
+/// policy walks: the board's e-stop at once, no more goals, and it holds while the button's
+/// request goes on; only the stop ends the run.
+#[test]
+fn the_operators_e_stop_latches_the_e_stop() {
+    let mut c = controller(0.2, None);
+    let mut out = Output::default();
+    fresh(&mut c, &mut out, 40);
+    assert_eq!(out.phase, Phase::Running);
+    let held = out.goals.unwrap();
+    let press = |s, stop| Input {
+        state: Some(s),
+        stop,
+        command: None,
+        estop: true,
+    };
+    c.step(&press(reading(held), false), &mut out);
+    assert_eq!(
+        (out.phase, out.board, out.goals),
+        (Phase::EStop, BoardCommand::EStop, None)
+    );
+    for _ in 0..10 {
+        c.step(&press(reading(held), false), &mut out);
+        assert_eq!((out.phase, out.board), (Phase::EStop, BoardCommand::EStop));
+    }
+    c.step(&press(reading(held), true), &mut out);
+    assert_eq!((out.phase, out.board), (Phase::Off, BoardCommand::Disable));
 }
