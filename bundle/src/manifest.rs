@@ -51,6 +51,12 @@ pub struct ObservationSpec {
     /// Past frames stacked after the current one, newest first (see `clawrl_robot::History`).
     pub history: usize,
     pub normalizer: NormalizerStats,
+    /// `[low, high]` of the command entries the policy was trained on: forward (m/s), lateral
+    /// (m/s), yaw rate (rad/s), the task's `command.forward`, `lateral` and `yaw_rate`. The
+    /// runtime clips live commands to them. Absent in bundles made before they were recorded,
+    /// and for tasks without a velocity command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_ranges: Option<[[f64; 2]; 3]>,
 }
 
 impl ObservationSpec {
@@ -232,6 +238,15 @@ impl Manifest {
                         obs.layout.dim(),
                         obs.history.saturating_add(1)
                     ),
+                );
+            }
+        }
+        if let Some(r) = &obs.command_ranges {
+            // The guard clips to these and stands the robot at zero: zero must be inside.
+            if let Some(i) = r.iter().position(|[lo, hi]| !(*lo <= 0.0 && 0.0 <= *hi)) {
+                return fail(
+                    "observation.command_ranges",
+                    format!("axis {i}: {:?} does not hold 0", r[i]),
                 );
             }
         }

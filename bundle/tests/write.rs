@@ -86,7 +86,7 @@ fn a_write_into_a_missing_folder_is_a_write_failure() {
 #[test]
 fn manifest_check_names_the_failing_field() {
     type Edit = fn(&mut Manifest, &mut Vec<Tensor>);
-    let cases: [(&str, Edit); 23] = [
+    let cases: [(&str, Edit); 25] = [
         ("format_version", |m, _| m.format_version = 2),
         ("robot.mjcf_sha256", |m, _| {
             m.robot.mjcf_sha256 = "ABC".into()
@@ -118,6 +118,13 @@ fn manifest_check_names_the_failing_field() {
         }),
         ("observation.normalizer.clip", |m, _| {
             m.observation.normalizer.clip = 0.0
+        }),
+        // The guard stands the robot at zero: a range without it, or a NaN, is refused.
+        ("observation.command_ranges", |m, _| {
+            m.observation.command_ranges = Some([[0.1, 0.4], [-0.2, 0.2], [-0.8, 0.8]])
+        }),
+        ("observation.command_ranges", |m, _| {
+            m.observation.command_ranges = Some([[-0.2, 0.4], [-0.2, 0.2], [f64::NAN, 0.8]])
         }),
         ("observation.normalizer.epsilon", |m, _| {
             m.observation.normalizer.epsilon = -1.0

@@ -88,6 +88,7 @@ fn manifest(spec: &EnvSpec, history: usize, parts: &BundleParts) -> Manifest {
             layout: spec.onboard_layout.clone(),
             history,
             normalizer: parts.normalizer.clone(),
+            command_ranges: None,
         },
         action: ActionSpec {
             names: spec.action_names.clone(),

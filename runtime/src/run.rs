@@ -319,12 +319,53 @@ pub fn connect(cfg: &RuntimeConfig, clear_estop: bool) -> Result<Link> {
     connect_info(cfg, clear_estop, None).map(|(link, _)| link)
 }
 
-/// The live command source the config's `[command]` names, listening or open; `None` for
-/// "fixed". A gamepad that cannot be opened is an error naming its device.
-fn live_commands(cfg: &RuntimeConfig) -> Result<Option<crate::command::Live>> {
+/// The ranges a command is clipped to: the config's `command.ranges`, narrowed to the ranges
+/// the policy was trained on where the bundle records them (both hold 0, so the result does).
+pub fn command_ranges(config: [[f64; 2]; 3], trained: Option<[[f64; 2]; 3]>) -> [[f64; 2]; 3] {
+    let Some(t) = trained else { return config };
+    std::array::from_fn(|i| [config[i][0].max(t[i][0]), config[i][1].min(t[i][1])])
+}
+
+/// A fixed `control.command` (no live source) must lie inside the commands the policy was
+/// trained on, where the bundle records them: outside, the policy meets an input it never saw.
+/// The yaw is not checked when the heading hold sets it.
+fn check_fixed_command(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<()> {
+    let Some(trained) = bundle.manifest.observation.command_ranges else {
+        return Ok(());
+    };
+    if cfg.command.as_ref().is_some_and(|c| c.live()) {
+        return Ok(());
+    }
+    let axes = if cfg.control.heading_gain > 0.0 { 2 } else { 3 };
+    let c = cfg.control.command;
+    match (0..axes).find(|&i| !(trained[i][0] <= c[i] && c[i] <= trained[i][1])) {
+        None => Ok(()),
+        Some(i) => anyhow::bail!(
+            "control.command {c:?}: {} {} lies outside the {:?} the policy was trained on (the \
+             bundle's observation.command_ranges)",
+            ["forward", "lateral", "yaw rate"][i],
+            c[i],
+            trained[i]
+        ),
+    }
+}
+
+/// The live command source the config's `[command]` names, listening or open, its ranges
+/// narrowed to the bundle's ([`command_ranges`]); `None` for "fixed". A gamepad that cannot be
+/// opened is an error naming its device.
+fn live_commands(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<Option<crate::command::Live>> {
     let Some(c) = cfg.command.as_ref().filter(|c| c.live()) else {
         return Ok(None);
     };
+    let mut c = c.clone();
+    c.ranges = command_ranges(c.ranges, bundle.manifest.observation.command_ranges);
+    if c.ranges != cfg.command.as_ref().expect("checked").ranges {
+        eprintln!(
+            "clawrl-runtime: command.ranges narrowed to the bundle's trained ranges {:?}",
+            c.ranges
+        );
+    }
+    let c = &c;
     let live = crate::command::Live::from_config(c, cfg.control.rate_hz)?;
     let from = match live.source() {
         crate::command::Source::Network(s) => format!(
@@ -411,7 +452,8 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     let mut control = controller_for(cfg, &bundle)?;
     // The command source first: a gamepad that is not there refuses the run before the board
     // is touched.
-    let mut live = live_commands(cfg)?;
+    check_fixed_command(cfg, &bundle)?;
+    let mut live = live_commands(cfg, &bundle)?;
     // The shared counters only mean something in lockstep.
     let lockstep = opts.lockstep.clone().filter(|_| cfg.control.lockstep());
     let servos = crate::wiring::servos(cfg, crate::wiring::Pose::Rest);

@@ -85,6 +85,7 @@ pub fn quadruped_parts(hidden: &[usize], history: usize, seed: u64) -> (Manifest
                 epsilon: 1e-8,
                 clip: 5.0,
             },
+            command_ranges: None,
         },
         action: ActionSpec {
             names: quadruped::servo_names(),

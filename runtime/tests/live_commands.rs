@@ -27,11 +27,14 @@ fn datagram(seq: u32, v: [f32; 3]) -> Vec<u8> {
 }
 
 /// `run` on the board at `port_path` for at most `seconds`, with `[command] source = "network"`
-/// on a free UDP port (returned), the safety phases at 0.5 s each.
+/// on a free UDP port (returned; `source = "fixed"` when not `live`), the safety phases at 0.5 s
+/// each, a bundle that records `trained` as its command ranges.
 fn runtime_on(
     d: &std::path::Path,
     port_path: &str,
     seconds: u64,
+    live: bool,
+    trained: Option<[[f64; 2]; 3]>,
 ) -> (
     std::thread::JoinHandle<anyhow::Result<clawrl_runtime::run::Summary>>,
     u16,
@@ -42,9 +45,10 @@ fn runtime_on(
         .unwrap()
         .port();
     let text = format!(
-        "{}\n[command]\nsource = \"network\"\nlisten = \"127.0.0.1:{port}\"\ntimeout_s = 0.3\n\
+        "{}\n[command]\nsource = \"{}\"\nlisten = \"127.0.0.1:{port}\"\ntimeout_s = 0.3\n\
          stop_after_s = 0.5\nmax_rate = [1.0, 1.0, 2.0]\nranges = [[-0.2, 0.4], [-0.2, 0.2], [-0.8, 0.8]]\n",
-        common::shipped_config_text()
+        common::shipped_config_text(),
+        if live { "network" } else { "fixed" },
     );
     std::fs::write(d.join("robot.toml"), text).unwrap();
     let sets = vec![
@@ -64,6 +68,7 @@ fn runtime_on(
     let (mut m, t) =
         synthetic::quadruped_parts(&synthetic::SHIPPED_HIDDEN, synthetic::SHIPPED_HISTORY, 7);
     m.robot.mjcf_sha256 = cfg.robot.mjcf_sha256.clone();
+    m.observation.command_ranges = trained;
     clawrl_bundle::write(&b, &m, &t, None).unwrap();
     install::install(&d.join("root"), &b, &Trust::default(), &cfg.robot_spec()).unwrap();
     let bundle = install::current_bundle(&d.join("root")).unwrap();
@@ -89,7 +94,7 @@ fn network_commands_drive_the_policy_and_silence_ends_in_the_stop() {
     let d = dir.path();
     let fw = FirmwareConfig::claw_foot();
     let board = VirtualBoard::spawn_on_pty(fw.clone(), ServoModel::new(&fw)).unwrap();
-    let (runtime, port) = runtime_on(d, board.path(), 20);
+    let (runtime, port) = runtime_on(d, board.path(), 20, true, None);
     // A script: 0.6 m/s forward (clipped to 0.4) and a yaw of 0.3, every 50 ms for 2.5 s
     // from the start (the policy takes over after 1 s), then silence.
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -208,7 +213,7 @@ fn an_e_stop_datagram_latches_the_e_stop_until_the_run_ends() {
     let d = dir.path();
     let fw = FirmwareConfig::claw_foot();
     let board = VirtualBoard::spawn_on_pty(fw.clone(), ServoModel::new(&fw)).unwrap();
-    let (runtime, port) = runtime_on(d, board.path(), 4);
+    let (runtime, port) = runtime_on(d, board.path(), 4, true, None);
     let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
     let start = Instant::now();
     let mut seq = 0;
@@ -239,4 +244,54 @@ fn an_e_stop_datagram_latches_the_e_stop_until_the_run_ends() {
         in_estop += usize::from(r.output.phase == Phase::EStop);
     }
     assert!(pressed > 50 && in_estop > 50, "{pressed} {in_estop}");
+}
+
+/// The bundle's trained command ranges narrow the config's: `command.ranges` lets forward reach
+/// 0.4, the policy was trained to 0.25, so 0.6 commanded becomes 0.25. A fixed command outside
+/// them is refused before the board is touched, naming the key.
+#[test]
+fn the_bundles_trained_ranges_narrow_the_commands() {
+    use clawrl_runtime::run::command_ranges;
+    let config = [[-0.2, 0.4], [-0.2, 0.2], [-0.8, 0.8]];
+    let trained = [[-0.3, 0.25], [-0.1, 0.3], [-0.8, 0.8]];
+    assert_eq!(
+        command_ranges(config, Some(trained)),
+        [[-0.2, 0.25], [-0.1, 0.2], [-0.8, 0.8]]
+    );
+    assert_eq!(command_ranges(config, None), config);
+
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fw = FirmwareConfig::claw_foot();
+    let board = VirtualBoard::spawn_on_pty(fw.clone(), ServoModel::new(&fw)).unwrap();
+    let (runtime, port) = runtime_on(d, board.path(), 3, true, Some(trained));
+    let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let start = Instant::now();
+    let mut seq = 0;
+    while start.elapsed() < Duration::from_millis(2000) {
+        seq += 1;
+        sender
+            .send_to(&datagram(seq, [0.6, 0.0, 0.0]), ("127.0.0.1", port))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let summary = runtime.join().unwrap().unwrap();
+    let mut log = LogReader::open(summary.log.as_ref().unwrap()).unwrap();
+    let mut top = 0.0f64;
+    while let Some(r) = log.next_record().unwrap() {
+        top = top.max(r.input.command.unwrap()[0]);
+    }
+    assert!(
+        (top - 0.25).abs() < 1e-9,
+        "clipped to the trained 0.25: {top}"
+    );
+
+    // The shipped config's fixed 0.3 m/s, a policy trained to 0.25: refused.
+    let dir = tempfile::tempdir().unwrap();
+    let (runtime, _) = runtime_on(dir.path(), board.path(), 3, false, Some(trained));
+    let e = runtime.join().unwrap().unwrap_err().to_string();
+    assert!(
+        e.contains("control.command") && e.contains("forward 0.3") && e.contains("[-0.3, 0.25]"),
+        "{e}"
+    );
 }

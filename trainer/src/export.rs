@@ -84,6 +84,10 @@ pub fn manifest(
             layout: spec.onboard_layout.clone(),
             history: policy.config().history,
             normalizer: parts.normalizer.clone(),
+            command_ranges: cfg.task.as_ref().map(|t| {
+                let c = &t.command;
+                [c.forward, c.lateral, c.yaw_rate]
+            }),
         },
         action: ActionSpec {
             names: spec.action_names.clone(),

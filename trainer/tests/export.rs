@@ -116,6 +116,11 @@ fn the_manifest_describes_the_quadruped_student() {
     assert!((physics - 250.0).abs() < 1e-9, "{physics}");
     m.check(&parts.tensors).unwrap();
     assert_eq!(m.observation.layout.dim(), 60);
+    // The task's command ranges, for the runtime to clip live commands to.
+    assert_eq!(
+        m.observation.command_ranges,
+        Some([[-0.2, 0.4], [-0.2, 0.2], [-0.8, 0.8]])
+    );
     // The current frame and the config's history (15 past frames in the shipped student).
     assert_eq!(m.observation.stacked_dim(), 60 * (pcfg.history + 1));
     let map = m.action.map.as_ref().unwrap();

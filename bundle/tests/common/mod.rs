@@ -115,6 +115,7 @@ fn manifest(
                 epsilon: 1e-8,
                 clip: 5.0,
             },
+            command_ranges: None,
         },
         action: ActionSpec {
             names,

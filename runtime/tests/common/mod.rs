@@ -83,6 +83,7 @@ pub fn quadruped_parts(seed: u64) -> (Manifest, Vec<Tensor>) {
                 epsilon: 1e-8,
                 clip: 5.0,
             },
+            command_ranges: None,
         },
         action: ActionSpec {
             names: quadruped::servo_names(),
