@@ -197,6 +197,9 @@ reward_weights! {
     stand_still,
     #[serde(default)]
     stand_still_feet,
+    /// Added with issue 39's stand-still levers: older task files load with 0.
+    #[serde(default)]
+    stand_still_joint_vel,
     termination,
 }
 

@@ -154,8 +154,9 @@ pub struct QuadrupedEnv {
     prev_action: Vec<f32>,
     /// Servo targets in force (the servo's own angle frame, before calibration error).
     target: Vec<f64>,
-    /// The leg joints' positions at the last step (scratch for the reward).
+    /// The leg joints' positions and velocities at the last step (scratch for the reward).
     leg_q: Vec<f64>,
+    leg_qd: Vec<f64>,
     air_time: [f64; NUM_FEET],
     contact: [bool; NUM_FEET],
     /// Foot contact after each physics step of the last control step (for gait metrics).
@@ -238,6 +239,7 @@ impl QuadrupedEnv {
             prev_action: vec![0.0; n],
             target: vec![0.0; n],
             leg_q: Vec::with_capacity(n),
+            leg_qd: Vec::with_capacity(n),
             air_time: [0.0; NUM_FEET],
             contact: [false; NUM_FEET],
             substep_contact: Vec::new(),
@@ -687,6 +689,10 @@ impl Env for QuadrupedEnv {
         self.leg_q.clear();
         self.leg_q
             .extend(l.leg_servos.iter().map(|&i| qpos[l.servo_qpos[i]]));
+        let qvel = self.data.qvel();
+        self.leg_qd.clear();
+        self.leg_qd
+            .extend(l.leg_servos.iter().map(|&i| qvel[l.servo_dof[i]]));
         let inputs = RewardInputs {
             command: self.command,
             lin_vel: self.sensor(self.robot.layout.sensor_linvel),
@@ -703,6 +709,7 @@ impl Env for QuadrupedEnv {
             duty: self.duty,
             leg_joint_pos: &self.leg_q,
             leg_default: &self.robot.leg_default,
+            leg_joint_vel: &self.leg_qd,
             foot_height,
             foot_speed,
             terminated,

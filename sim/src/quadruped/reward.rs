@@ -38,6 +38,8 @@ pub struct RewardInputs<'a> {
     pub leg_joint_pos: &'a [f64],
     /// The same joints' default pose (rad): the stance the pose terms pull towards.
     pub leg_default: &'a [f64],
+    /// The same joints' velocities (rad/s).
+    pub leg_joint_vel: &'a [f64],
     /// Each foot's lowest point above the floor (m).
     pub foot_height: [f64; NUM_FEET],
     /// Each foot's speed along the floor (m/s) over the last control step.
@@ -166,6 +168,13 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
     } else {
         x.contact.iter().filter(|c| !**c).count() as f64
     };
+    // A trot in place moves every leg joint; a stand moves none: at zero command the sum of
+    // squared leg-joint speeds costs (Playground's Go1 costs joint speed at all commands).
+    let stand_still_joint_vel: f64 = if moving {
+        0.0
+    } else {
+        x.leg_joint_vel.iter().map(|v| v * v).sum()
+    };
     [
         (-lin_err / sigma2).exp(),
         (-ang_err / sigma2).exp(),
@@ -185,6 +194,7 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
         feet_slip,
         stand_still,
         stand_still_feet,
+        stand_still_joint_vel,
         if x.terminated { 1.0 } else { 0.0 },
     ]
 }
@@ -572,6 +582,33 @@ mod tests {
         };
         assert_eq!(
             value(&walking, "stand_still"),
+            0.0,
+            "free when told to move"
+        );
+    }
+
+    #[test]
+    fn stand_still_joint_vel_costs_leg_speed_only_at_zero_command() {
+        let a = [0.0f32; 16];
+        let mut qd = [0.0; 12];
+        qd[1] = 2.0;
+        qd[5] = -1.0;
+        let stepping = RewardInputs {
+            command: [0.0; 3],
+            lin_vel: [0.0; 3],
+            leg_joint_vel: &qd,
+            ..perfect(&a)
+        };
+        assert_eq!(value(&stepping, "stand_still_joint_vel"), 5.0);
+        let mut c = config();
+        c.rewards.weights.stand_still_joint_vel = -0.02;
+        assert!(term(&stepping, &c, "stand_still_joint_vel") < 0.0);
+        let walking = RewardInputs {
+            command: [0.3, 0.0, 0.0],
+            ..stepping.clone()
+        };
+        assert_eq!(
+            value(&walking, "stand_still_joint_vel"),
             0.0,
             "free when told to move"
         );
