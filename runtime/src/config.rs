@@ -141,6 +141,28 @@ impl CommandSection {
         }
     }
 
+    /// The live source this section names, at control rate `rate_hz`, as `run` starts it: the
+    /// error names the address or the device that could not be opened.
+    pub fn open(&self, rate_hz: f64) -> anyhow::Result<crate::command::Live> {
+        use crate::command::Live;
+        use anyhow::Context;
+        let limits = self.limits(rate_hz);
+        match self.source.as_str() {
+            "network" => {
+                let listen: std::net::SocketAddr = self.listen.parse().context("command.listen")?;
+                Live::start(listen, limits)
+                    .with_context(|| format!("listening for commands on UDP {listen}"))
+            }
+            "gamepad" => {
+                Live::open_gamepad(std::path::Path::new(&self.device), self.gamepad(), limits)
+                    .with_context(|| {
+                        format!("opening the gamepad {} (command.device)", self.device)
+                    })
+            }
+            other => anyhow::bail!("command.source {other:?} is not a live source"),
+        }
+    }
+
     /// The gamepad's axes, buttons and dead zone, with the command ranges.
     pub fn gamepad(&self) -> crate::command::gamepad::GamepadMap {
         crate::command::gamepad::GamepadMap {

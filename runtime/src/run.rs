@@ -366,7 +366,7 @@ fn live_commands(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<Option<crate::c
         );
     }
     let c = &c;
-    let live = crate::command::Live::from_config(c, cfg.control.rate_hz)?;
+    let live = c.open(cfg.control.rate_hz)?;
     let from = match live.source() {
         crate::command::Source::Network(s) => format!(
             "UDP {}",

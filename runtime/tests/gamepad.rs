@@ -65,7 +65,11 @@ fn gamepad_config(dir: &Path, device: &Path, sets: &[String]) -> RuntimeConfig {
 }
 
 fn live(cfg: &RuntimeConfig) -> Live {
-    Live::from_config(cfg.command.as_ref().unwrap(), cfg.control.rate_hz).unwrap()
+    cfg.command
+        .as_ref()
+        .unwrap()
+        .open(cfg.control.rate_hz)
+        .unwrap()
 }
 
 #[test]
@@ -137,7 +141,11 @@ fn a_missing_gamepad_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("js7");
     let cfg = gamepad_config(dir.path(), &missing, &[]);
-    let e = Live::from_config(cfg.command.as_ref().unwrap(), cfg.control.rate_hz)
+    let e = cfg
+        .command
+        .as_ref()
+        .unwrap()
+        .open(cfg.control.rate_hz)
         .err()
         .unwrap();
     let e = format!("{e:#}");

@@ -184,23 +184,6 @@ impl Live {
         ))
     }
 
-    /// The source a live `[command]` section names, at control rate `rate_hz`, as `run` starts
-    /// it: the error names the address or the device that could not be opened.
-    pub fn from_config(c: &crate::config::CommandSection, rate_hz: f64) -> anyhow::Result<Self> {
-        use anyhow::Context;
-        let limits = c.limits(rate_hz);
-        match c.source.as_str() {
-            "network" => {
-                let listen: std::net::SocketAddr = c.listen.parse().context("command.listen")?;
-                Self::start(listen, limits)
-                    .with_context(|| format!("listening for commands on UDP {listen}"))
-            }
-            "gamepad" => Self::open_gamepad(std::path::Path::new(&c.device), c.gamepad(), limits)
-                .with_context(|| format!("opening the gamepad {} (command.device)", c.device)),
-            other => anyhow::bail!("command.source {other:?} is not a live source"),
-        }
-    }
-
     fn with_source(source: Source, limits: CommandLimits) -> Self {
         Self {
             source,
