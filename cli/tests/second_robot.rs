@@ -5,42 +5,9 @@
 //! a change that breaks a 12-servo robot shows here.
 mod common;
 
-use std::path::Path;
-
 use common::*;
 
 const TEACHER: &str = "assets/pretrained/pup12_flat_ppo";
-
-/// One column of `clawrl eval`'s per-episode table, one value per episode.
-fn column(dir: &Path, name: &str) -> Vec<f64> {
-    let csv = std::fs::read_to_string(dir.join("eval_episodes.csv")).unwrap();
-    let mut lines = csv.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let i = header.iter().position(|h| *h == name).unwrap();
-    lines
-        .map(|l| l.split(',').nth(i).unwrap().parse().unwrap())
-        .collect()
-}
-
-/// `clawrl eval` of `policy` (relative to the repository) into a fresh folder.
-fn eval(policy: &str, name: &str, extra: &[&str]) -> std::path::PathBuf {
-    let out = tmp(name);
-    let policy = repo().join(policy);
-    let mut args = vec![
-        "eval",
-        "--policy",
-        policy.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    ok(&mut clawrl(&args));
-    out
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
-}
 
 /// 16 episodes of the task's commands: no fall, tracking (0.5 s mean) at most 0.06 m/s (issue
 /// 41's bar; 0.032 over 100 episodes, 0.024-0.037 over the other fixed commands).

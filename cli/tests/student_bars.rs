@@ -5,39 +5,10 @@
 //! commands. BENCHMARKS.md has the 100-episode table ("the student of the turning teacher").
 mod common;
 
-use std::path::Path;
-
 use common::*;
 
 const FIXTURE: &str = "hil-tests/fixtures/student.clawrl";
 const TEACHER: &str = "assets/pretrained/quadruped_flat_ppo";
-
-/// One column of `clawrl eval`'s per-episode table, one value per episode.
-fn column(dir: &Path, name: &str) -> Vec<f64> {
-    let csv = std::fs::read_to_string(dir.join("eval_episodes.csv")).unwrap();
-    let mut lines = csv.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let i = header.iter().position(|h| *h == name).unwrap();
-    lines
-        .map(|l| l.split(',').nth(i).unwrap().parse().unwrap())
-        .collect()
-}
-
-/// `clawrl eval` of `policy` (relative to the repository) into a fresh folder.
-fn eval(policy: &str, name: &str, extra: &[&str]) -> std::path::PathBuf {
-    let out = tmp(name);
-    let policy = repo().join(policy);
-    let mut args = vec![
-        "eval",
-        "--policy",
-        policy.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    ok(&mut clawrl(&args));
-    out
-}
 
 /// `clawrl eval` arguments for `n` episodes from a settled stand (the runtime's stand-up pose,
 /// standing still) under a fixed `command`, one environment each.
@@ -52,10 +23,6 @@ fn from_a_settled_stand<'a>(n: &'a str, command: &'a str) -> [&'a str; 8] {
         "--set",
         "task.randomization.settled_start_probability=1.0",
     ]
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
 }
 
 #[test]

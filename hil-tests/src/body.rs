@@ -133,6 +133,9 @@ pub struct MujocoBody {
     /// Simulated time the board has run that physics has not yet stepped.
     owed_s: f64,
     steps: u64,
+    /// Each servo's target from the board's last pulses (scratch, one per servo: the board
+    /// ticks every millisecond, so it is reused rather than allocated each tick).
+    targets: Vec<Option<f64>>,
     /// The IMU answers (an `imu` fault in a scenario switches it off).
     pub imu_answers: bool,
 }
@@ -154,8 +157,10 @@ impl MujocoBody {
         task.noise.board_sensor_path = false;
         let mut env = QuadrupedEnv::new(&task)?;
         env.reset_in_place(seed);
+        let targets = vec![None; env.spec().action_dim];
         Ok(Self {
             env,
+            targets,
             wiring,
             believed,
             owed_s: 0.0,
@@ -229,17 +234,17 @@ impl MujocoBody {
 
 impl Plant for MujocoBody {
     fn step(&mut self, dt_s: f32, pulses_us: &Pulses) -> PlantReading {
-        let mut targets = vec![None; self.env.spec().action_dim];
+        self.targets.fill(None);
         for (channel, pulse) in pulses_us.iter().enumerate() {
-            if let Some((j, angle)) = pulse.and_then(|p| self.target(channel, p)) {
-                targets[j] = Some(angle);
+            if let Some((j, angle)) = pulse.and_then(|p| self.wiring.target(channel, p)) {
+                self.targets[j] = Some(angle);
             }
         }
         self.owed_s += f64::from(dt_s);
         let dt = self.env.physics_dt();
         // Physics steps whole MuJoCo steps (2 ms) under the board's 1 ms ticks.
         while self.owed_s >= dt * (1.0 - 1e-6) {
-            self.env.step_servos(&targets);
+            self.env.step_servos(&self.targets);
             self.owed_s -= dt;
             self.steps += 1;
         }

@@ -357,15 +357,16 @@ fn live_commands(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<Option<crate::c
     let Some(c) = cfg.command.as_ref().filter(|c| c.live()) else {
         return Ok(None);
     };
-    let mut c = c.clone();
-    c.ranges = command_ranges(c.ranges, bundle.manifest.observation.command_ranges);
-    if c.ranges != cfg.command.as_ref().expect("checked").ranges {
+    let ranges = command_ranges(c.ranges, bundle.manifest.observation.command_ranges);
+    if ranges != c.ranges {
         eprintln!(
-            "clawrl-runtime: command.ranges narrowed to the bundle's trained ranges {:?}",
-            c.ranges
+            "clawrl-runtime: command.ranges narrowed to the bundle's trained ranges {ranges:?}"
         );
     }
-    let c = &c;
+    let c = &crate::config::CommandSection {
+        ranges,
+        ..c.clone()
+    };
     let live = c.open(cfg.control.rate_hz)?;
     let from = match live.source() {
         crate::command::Source::Network(s) => format!(

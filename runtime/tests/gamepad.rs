@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use clawrl_bundle::Trust;
 use clawrl_firmware::FirmwareConfig;
 use clawrl_firmware::virtual_board::{ServoModel, VirtualBoard};
 use clawrl_runtime::command::{Live, Request};
@@ -18,7 +17,6 @@ use clawrl_runtime::config::RuntimeConfig;
 use clawrl_runtime::controller::Phase;
 use clawrl_runtime::run::{RunOptions, run};
 use clawrl_runtime::telemetry::LogReader;
-use clawrl_runtime::{install, synthetic};
 
 const AXIS: u8 = 0x02;
 const BUTTON: u8 = 0x01;
@@ -160,37 +158,23 @@ fn a_missing_gamepad_is_named() {
 fn bad_gamepad_keys_name_their_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("robot.toml");
-    let cases = [
-        ("device = \"\"", "command.device", "/dev/input/js0"),
-        ("deadzone = 0.95", "command.deadzone", "outside [0, 0.9]"),
-        ("deadzone = -0.1", "command.deadzone", "outside [0, 0.9]"),
-        ("axes = [1, 0, 1]", "command.axes", "three different axes"),
-        ("stop_button = 0", "command.stop_button", "two buttons"),
-    ];
-    for (line, key, why) in cases {
-        let mut section = vec![
+    common::assert_command_keys_named(
+        &[
             "source = \"gamepad\"",
             "device = \"/dev/input/js0\"",
             "timeout_s = 0.5",
             "stop_after_s = 2.0",
             "max_rate = [1.0, 1.0, 2.0]",
             "ranges = [[-0.2, 0.4], [-0.2, 0.2], [-0.8, 0.8]]",
-        ];
-        let k = line.split(' ').next().unwrap();
-        section.retain(|l| !l.starts_with(&format!("{k} ")));
-        section.push(line);
-        let text = format!(
-            "{}\n[command]\n{}\n",
-            common::shipped_config_text(),
-            section.join("\n")
-        );
-        std::fs::write(&path, text).unwrap();
-        let e = RuntimeConfig::load(&path, &[]).unwrap_err().to_string();
-        assert!(
-            e.contains(&path.display().to_string()) && e.contains(key) && e.contains(why),
-            "{line}: {e}"
-        );
-    }
+        ],
+        &[
+            ("device = \"\"", "command.device", "/dev/input/js0"),
+            ("deadzone = 0.95", "command.deadzone", "outside [0, 0.9]"),
+            ("deadzone = -0.1", "command.deadzone", "outside [0, 0.9]"),
+            ("axes = [1, 0, 1]", "command.axes", "three different axes"),
+            ("stop_button = 0", "command.stop_button", "two buttons"),
+        ],
+    );
     // Without a device key at all: the same error.
     let text = format!(
         "{}\n[command]\nsource = \"gamepad\"\ntimeout_s = 0.5\nstop_after_s = 2.0\n\
@@ -223,29 +207,12 @@ fn run_on_the_virtual_board_follows_the_stick_and_stops_when_unplugged() {
     let js = mkfifo(d);
     let fw = FirmwareConfig::claw_foot();
     let board = VirtualBoard::spawn_on_pty(fw.clone(), ServoModel::new(&fw)).unwrap();
-    let sets = vec![
-        format!("serial.port={:?}", board.path()),
-        "serial.answer_timeout_ms=100".into(),
-        "control.realtime_priority=0".into(),
-        "control.cpu=-1".into(),
-        "safety.stand_s=0.5".into(),
-        "safety.fade_s=0.5".into(),
-        "safety.halt_s=0.5".into(),
-        "safety.lower_s=0.5".into(),
-        format!("telemetry.dir={:?}", d.join("log").display().to_string()),
-        format!("install.root={:?}", d.join("root").display().to_string()),
-        // Silence alone would stop it only after 15 s: a stop within 8 s is the unplugging.
-        "command.timeout_s=5.0".into(),
-        "command.stop_after_s=10.0".into(),
-    ];
+    let mut sets = common::quick_overrides(board.path(), d);
+    // Silence alone would stop it only after 15 s: a stop within 8 s is the unplugging.
+    sets.push("command.timeout_s=5.0".into());
+    sets.push("command.stop_after_s=10.0".into());
     let cfg = gamepad_config(d, &js, &sets);
-    let b = d.join("student.clawrl");
-    let (mut m, t) =
-        synthetic::quadruped_parts(&synthetic::SHIPPED_HIDDEN, synthetic::SHIPPED_HISTORY, 7);
-    m.robot.mjcf_sha256 = cfg.robot.mjcf_sha256.clone();
-    clawrl_bundle::write(&b, &m, &t, None).unwrap();
-    install::install(&d.join("root"), &b, &Trust::default(), &cfg.robot_spec()).unwrap();
-    let bundle = install::current_bundle(&d.join("root")).unwrap();
+    let bundle = common::installed_bundle(&cfg, d);
     let opts = |bundle| RunOptions {
         bundle,
         duration: Some(Duration::from_secs(20)),

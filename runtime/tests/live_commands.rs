@@ -9,14 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use clawrl_bundle::Trust;
 use clawrl_firmware::FirmwareConfig;
 use clawrl_firmware::virtual_board::{ServoModel, VirtualBoard};
 use clawrl_runtime::config::RuntimeConfig;
 use clawrl_runtime::controller::Phase;
 use clawrl_runtime::run::{RunOptions, run};
 use clawrl_runtime::telemetry::LogReader;
-use clawrl_runtime::{install, synthetic};
 
 fn datagram(seq: u32, v: [f32; 3]) -> Vec<u8> {
     let mut b = b"CLWC".to_vec();
@@ -51,27 +49,12 @@ fn runtime_on(
         if live { "network" } else { "fixed" },
     );
     std::fs::write(d.join("robot.toml"), text).unwrap();
-    let sets = vec![
-        format!("serial.port={:?}", port_path),
-        "serial.answer_timeout_ms=100".into(),
-        "control.realtime_priority=0".into(),
-        "control.cpu=-1".into(),
-        "safety.stand_s=0.5".into(),
-        "safety.fade_s=0.5".into(),
-        "safety.halt_s=0.5".into(),
-        "safety.lower_s=0.5".into(),
-        format!("telemetry.dir={:?}", d.join("log").display().to_string()),
-        format!("install.root={:?}", d.join("root").display().to_string()),
-    ];
-    let cfg = RuntimeConfig::load(&d.join("robot.toml"), &sets).unwrap();
-    let b = d.join("student.clawrl");
-    let (mut m, t) =
-        synthetic::quadruped_parts(&synthetic::SHIPPED_HIDDEN, synthetic::SHIPPED_HISTORY, 7);
-    m.robot.mjcf_sha256 = cfg.robot.mjcf_sha256.clone();
-    m.observation.command_ranges = trained;
-    clawrl_bundle::write(&b, &m, &t, None).unwrap();
-    install::install(&d.join("root"), &b, &Trust::default(), &cfg.robot_spec()).unwrap();
-    let bundle = install::current_bundle(&d.join("root")).unwrap();
+    let cfg = RuntimeConfig::load(
+        &d.join("robot.toml"),
+        &common::quick_overrides(port_path, d),
+    )
+    .unwrap();
+    let bundle = common::installed_bundle_with(&cfg, d, |m| m.observation.command_ranges = trained);
 
     let runtime = std::thread::spawn(move || {
         run(
@@ -159,49 +142,33 @@ fn network_commands_drive_the_policy_and_silence_ends_in_the_stop() {
 /// A `[command]` section that cannot run is refused at load, naming the file and the key.
 #[test]
 fn a_bad_command_section_names_its_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("robot.toml");
-    let cases = [
-        (
-            "source = \"joystick\"",
-            "command.source",
-            "not one of fixed, network",
-        ),
-        (
-            "listen = \"robot\"",
-            "command.listen",
-            "not an address and port",
-        ),
-        (
-            "ranges = [[0.1, 0.4], [-0.2, 0.2], [-0.8, 0.8]]",
-            "command.ranges[0]",
-            "must hold 0",
-        ),
-    ];
-    for (line, key, why) in cases {
-        let mut section = vec![
+    common::assert_command_keys_named(
+        &[
             "source = \"network\"",
             "listen = \"127.0.0.1:9870\"",
             "timeout_s = 0.5",
             "stop_after_s = 2.0",
             "max_rate = [1.0, 1.0, 2.0]",
             "ranges = [[-0.2, 0.4], [-0.2, 0.2], [-0.8, 0.8]]",
-        ];
-        let k = line.split(' ').next().unwrap();
-        section.retain(|l| !l.starts_with(&format!("{k} ")));
-        section.push(line);
-        let text = format!(
-            "{}\n[command]\n{}\n",
-            common::shipped_config_text(),
-            section.join("\n")
-        );
-        std::fs::write(&path, text).unwrap();
-        let e = RuntimeConfig::load(&path, &[]).unwrap_err().to_string();
-        assert!(
-            e.contains(&path.display().to_string()) && e.contains(key) && e.contains(why),
-            "{line}: {e}"
-        );
-    }
+        ],
+        &[
+            (
+                "source = \"joystick\"",
+                "command.source",
+                "not one of fixed, network",
+            ),
+            (
+                "listen = \"robot\"",
+                "command.listen",
+                "not an address and port",
+            ),
+            (
+                "ranges = [[0.1, 0.4], [-0.2, 0.2], [-0.8, 0.8]]",
+                "command.ranges[0]",
+                "must hold 0",
+            ),
+        ],
+    );
 }
 
 /// The e-stop datagram while the policy walks: the safety machine's e-stop (the board's, every

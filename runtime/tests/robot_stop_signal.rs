@@ -4,17 +4,16 @@
 //! seconds: the serial thread once blocked in `read()` for good, and the stop waited on it.
 //! The in-process version (the stop flag set directly) is in robot_loop.rs.
 
+mod common;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use clawrl_bundle::Trust;
 use clawrl_firmware::FirmwareConfig;
 use clawrl_firmware::virtual_board::{ServoModel, VirtualBoard};
 use clawrl_runtime::config::RuntimeConfig;
-use clawrl_runtime::install;
-use clawrl_runtime::synthetic;
 
 /// How long the process may take to end after SIGINT.
 const STOP_WITHIN: Duration = Duration::from_secs(5);
@@ -25,37 +24,6 @@ fn repo() -> PathBuf {
 
 fn robot_toml() -> PathBuf {
     repo().join("configs/runtime/robot.toml")
-}
-
-/// The shipped robot config, pointed straight at the board's pty, with short start-up and
-/// lowering times.
-fn overrides(port: &str, dir: &Path) -> Vec<String> {
-    vec![
-        format!("serial.port={port:?}"),
-        // A loaded 2-core CI machine runs the board and the tests side by side.
-        "serial.answer_timeout_ms=100".into(),
-        "control.realtime_priority=0".into(),
-        "control.cpu=-1".into(),
-        "safety.stand_s=0.5".into(),
-        "safety.fade_s=0.5".into(),
-        "safety.halt_s=0.5".into(),
-        "safety.lower_s=0.5".into(),
-        format!("telemetry.dir={:?}", dir.join("log").display().to_string()),
-        format!("install.root={:?}", dir.join("root").display().to_string()),
-    ]
-}
-
-/// A synthetic student of the shipped shape, marked as trained on the config's robot and
-/// installed into the A/B root under `dir`.
-fn installed_bundle(cfg: &RuntimeConfig, dir: &Path) -> PathBuf {
-    let b = dir.join("student.clawrl");
-    let (mut m, t) =
-        synthetic::quadruped_parts(&synthetic::SHIPPED_HIDDEN, synthetic::SHIPPED_HISTORY, 7);
-    m.robot.mjcf_sha256 = cfg.robot.mjcf_sha256.clone();
-    clawrl_bundle::write(&b, &m, &t, None).unwrap();
-    let root = dir.join("root");
-    install::install(&root, &b, &Trust::default(), &cfg.robot_spec()).unwrap();
-    install::current_bundle(&root).unwrap()
 }
 
 /// Sends `sig` to our own child.
@@ -76,9 +44,9 @@ fn sigint_ends_the_run_process_with_a_second_reader_on_the_port() {
     let fw = FirmwareConfig::claw_foot();
     let board = VirtualBoard::spawn_on_pty(fw.clone(), ServoModel::new(&fw)).unwrap();
     let port = board.path().to_string();
-    let sets = overrides(&port, dir.path());
+    let sets = common::quick_overrides(&port, dir.path());
     let cfg = RuntimeConfig::load(&robot_toml(), &sets).unwrap();
-    let bundle = installed_bundle(&cfg, dir.path());
+    let bundle = common::installed_bundle(&cfg, dir.path());
 
     // stderr goes to a file: nobody drains a pipe while the test sleeps.
     let err_path = dir.path().join("runtime.stderr");

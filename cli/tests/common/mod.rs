@@ -105,3 +105,34 @@ pub fn metrics_iterations(dir: &Path) -> Vec<usize> {
         .map(|l| l.split(',').next().unwrap().parse::<f64>().unwrap() as usize)
         .collect()
 }
+
+/// One column of `clawrl eval`'s per-episode table, one value per episode.
+pub fn column(dir: &Path, name: &str) -> Vec<f64> {
+    let csv = std::fs::read_to_string(dir.join("eval_episodes.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let i = header.iter().position(|h| *h == name).unwrap();
+    lines
+        .map(|l| l.split(',').nth(i).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// `clawrl eval` of `policy` (relative to the repository) into a fresh folder.
+pub fn eval(policy: &str, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let out = tmp(name);
+    let policy = repo().join(policy);
+    let mut args = vec![
+        "eval",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    ok(&mut clawrl(&args));
+    out
+}
+
+pub fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}

@@ -151,3 +151,78 @@ pub fn shipped_config_text() -> String {
     let abs = repo().join("robots/claw_quadruped/robot.toml");
     text.replace(rel, &format!("{:?}", abs.display().to_string()))
 }
+
+/// Overrides of the shipped config for a run on the virtual board at `port` in a test's folder
+/// `dir`: short start-up, stop and lowering (0.5 s each), no real-time priority or pinned CPU,
+/// the telemetry and the A/B root under `dir`.
+pub fn quick_overrides(port: &str, dir: &Path) -> Vec<String> {
+    vec![
+        format!("serial.port={port:?}"),
+        // A loaded 2-core CI machine runs the board and the tests side by side.
+        "serial.answer_timeout_ms=100".into(),
+        "control.realtime_priority=0".into(),
+        "control.cpu=-1".into(),
+        "safety.stand_s=0.5".into(),
+        "safety.fade_s=0.5".into(),
+        "safety.halt_s=0.5".into(),
+        "safety.lower_s=0.5".into(),
+        format!("telemetry.dir={:?}", dir.join("log").display().to_string()),
+        format!("install.root={:?}", dir.join("root").display().to_string()),
+    ]
+}
+
+/// A synthetic student of the shipped shape (its manifest changed by `edit`), marked as
+/// trained on `cfg`'s robot and installed into the A/B root under `dir`: the bundle `run` takes.
+pub fn installed_bundle_with(
+    cfg: &clawrl_runtime::config::RuntimeConfig,
+    dir: &Path,
+    edit: impl FnOnce(&mut Manifest),
+) -> PathBuf {
+    use clawrl_runtime::{install, synthetic};
+    let b = dir.join("student.clawrl");
+    let (mut m, t) =
+        synthetic::quadruped_parts(&synthetic::SHIPPED_HIDDEN, synthetic::SHIPPED_HISTORY, 7);
+    m.robot.mjcf_sha256 = cfg.robot.mjcf_sha256.clone();
+    edit(&mut m);
+    clawrl_bundle::write(&b, &m, &t, None).unwrap();
+    let root = dir.join("root");
+    install::install(
+        &root,
+        &b,
+        &clawrl_bundle::Trust::default(),
+        &cfg.robot_spec(),
+    )
+    .unwrap();
+    install::current_bundle(&root).unwrap()
+}
+
+/// [`installed_bundle_with`] the manifest as made.
+pub fn installed_bundle(cfg: &clawrl_runtime::config::RuntimeConfig, dir: &Path) -> PathBuf {
+    installed_bundle_with(cfg, dir, |_| {})
+}
+
+/// Writes the shipped config with a `[command]` section of `base` lines, each case's line in
+/// place of the line with its key, and checks that loading names the file, the key and why.
+pub fn assert_command_keys_named(base: &[&str], cases: &[(&str, &str, &str)]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("robot.toml");
+    for (line, key, why) in cases {
+        let mut section = base.to_vec();
+        let k = line.split(' ').next().unwrap();
+        section.retain(|l| !l.starts_with(&format!("{k} ")));
+        section.push(line);
+        let text = format!(
+            "{}\n[command]\n{}\n",
+            shipped_config_text(),
+            section.join("\n")
+        );
+        std::fs::write(&path, text).unwrap();
+        let e = clawrl_runtime::config::RuntimeConfig::load(&path, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&path.display().to_string()) && e.contains(key) && e.contains(why),
+            "{line}: {e}"
+        );
+    }
+}
