@@ -35,6 +35,32 @@ pub struct RobotSpec {
     pub description: Option<clawrl_robot::description::DescriptionFile>,
 }
 
+impl RobotSpec {
+    /// Whether this spec holds the numbers the MJCF holds (limits, default pose). A robot the
+    /// runtime knows by its description file alone leaves them empty: they arrive in the
+    /// bundle's resolved description, whose MJCF hash and servo table were checked first.
+    pub fn knows_mjcf_numbers(&self) -> bool {
+        !self.default_pose.is_empty()
+    }
+
+    /// This spec with the limits, default pose and observation layout of the bundle's
+    /// resolved description (trusted because the MJCF hash and the description file agree).
+    fn with_bundles_mjcf_numbers(&self, m: &Manifest) -> Result<Self, Incompatible> {
+        let d = m
+            .robot
+            .description
+            .as_ref()
+            .ok_or(Incompatible::NoDescription {
+                model: self.model.clone(),
+            })?;
+        let mut filled = self.clone();
+        filled.joint_limits = d.limits();
+        filled.default_pose = d.stand_pose();
+        filled.layout = OnboardLayout::legged(&self.model, &self.joint_names, &filled.default_pose);
+        Ok(filled)
+    }
+}
+
 /// Why a bundle does not fit a robot. Each message starts with the manifest field and says
 /// what the bundle has and what the robot has.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -59,6 +85,11 @@ pub enum Incompatible {
     },
     #[error("action.map is missing; the robot needs it to turn actions into servo targets")]
     NoActionMap,
+    #[error(
+        "robot.description is missing: robot {model:?} is known by its description file alone \
+         (the robot computer carries no MJCF), so its bundles must carry the resolved description"
+    )]
+    NoDescription { model: String },
     #[error(
         "action.map.joint_limits[{index}] ({joint}) is [{}, {}], outside this robot's limits [{}, {}]",
         bundle[0], bundle[1], robot[0], robot[1]
@@ -107,6 +138,13 @@ pub enum Incompatible {
 /// never widen), default pose, action scale, control rate, network kind.
 pub fn check_fits(m: &Manifest, robot: &RobotSpec) -> Result<(), Incompatible> {
     check_identity(m, robot)?;
+    let filled;
+    let robot = if robot.knows_mjcf_numbers() {
+        robot
+    } else {
+        filled = robot.with_bundles_mjcf_numbers(m)?;
+        &filled
+    };
     check_observation(m, robot)?;
     check_joint_names(&m.action.names, robot)?;
     let map = m.action.map.as_ref().ok_or(Incompatible::NoActionMap)?;

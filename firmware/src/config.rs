@@ -218,11 +218,11 @@ impl FirmwareConfig {
     pub fn from_description(
         description: &clawrl_robot::description::RobotDescription,
     ) -> Result<Self, String> {
-        if description.servos.len() != SERVO_COUNT {
+        let n = description.servos.len();
+        if n > SERVO_COUNT {
             return Err(format!(
-                "robot {:?} has {} servos; this board drives {SERVO_COUNT}",
+                "robot {:?} has {n} servos; this board drives at most {SERVO_COUNT}",
                 description.name,
-                description.servos.len()
             ));
         }
         let mut wiring = Self::claw_foot().wiring();
@@ -247,8 +247,22 @@ impl FirmwareConfig {
                 limits: Some([s.limits[0] as f32, s.limits[1] as f32]),
             };
         }
-        let name = |slot: usize| &description.servos[slot].name;
-        Self::claw_foot().with_wiring(&wiring).map_err(|e| match e {
+        park_unused_slots(&mut wiring, n);
+        // The description's limits are the robot's own: they replace the shipped board's
+        // (another robot's joints have other ranges), where `with_wiring` only narrows.
+        let mut board = Self::claw_foot();
+        for (slot, w) in board.servos.iter_mut().zip(&wiring) {
+            if let Some([lo, hi]) = w.limits {
+                (slot.min_rad, slot.max_rad) = (lo, hi);
+            }
+        }
+        let name = |slot: usize| {
+            description
+                .servos
+                .get(slot)
+                .map_or("(spare slot)", |s| &s.name)
+        };
+        board.with_wiring(&wiring).map_err(|e| match e {
             WiringError::Id { slot, id } => {
                 match description.servos[..slot].iter().find(|s| s.id == id) {
                     Some(o) => format!(
@@ -305,6 +319,23 @@ impl FirmwareConfig {
     /// Largest step of the commanded position in one tick.
     pub fn max_step_rad(&self) -> f32 {
         self.max_slew_rad_per_s * self.tick_us as f32 * 1e-6
+    }
+}
+
+/// A robot of fewer servos than the board's slots leaves the rest unconnected: each spare slot
+/// gets a bus ID and an output no described servo has, and a zero-width limit (its goal can
+/// only be 0 rad). The runtime never addresses them (it addresses the described IDs only).
+#[cfg(feature = "std")]
+fn park_unused_slots(wiring: &mut [ServoWiring; SERVO_COUNT], used: usize) {
+    for slot in used..SERVO_COUNT {
+        let id_free = |id: &u8| wiring[..slot].iter().all(|w| w.id != *id);
+        let id = (1..=SERVO_COUNT as u8 + used as u8).find(id_free);
+        let channel_free = |c: &u8| wiring[..slot].iter().all(|w| w.channel != *c);
+        let channel = (0..SERVO_COUNT as u8).find(channel_free);
+        let w = &mut wiring[slot];
+        // Both exist: fewer than SERVO_COUNT slots are taken before this one.
+        (w.id, w.channel) = (id.unwrap_or(w.id), channel.unwrap_or(w.channel));
+        w.limits = Some([0.0, 0.0]);
     }
 }
 

@@ -102,8 +102,14 @@ pub fn simulate(
             (None, _) => {}
         }
         // New targets reach the servos after the episode's latency, as in training.
+        // A robot of fewer servos than the board's maximum uses the first `n`.
+        let n = env.robot().layout.servo_count();
         for k in 0..decimation {
-            env.step_servos(if k < latency { &before } else { &targets });
+            env.step_servos(if k < latency {
+                &before[..n]
+            } else {
+                &targets[..n]
+            });
         }
         tick = tick.wrapping_add(decimation as u32);
         let now = env.telemetry().time;

@@ -316,7 +316,7 @@ pub enum Miswiring {
 /// description its `robot.description` names (IDs, channels, directions and offsets), or
 /// the shipped board's table without one; `miswiring` applied to the body only.
 pub fn wiring(cfg: &RuntimeConfig, miswiring: &[Miswiring]) -> Result<(FirmwareConfig, Wiring)> {
-    let names = clawrl_sim::quadruped::servo_names();
+    let names = cfg.servo_names();
     let (firmware, described) = match &cfg.robot.description {
         Some(path) => {
             let robot = clawrl_sim::description::load(path)?;

@@ -161,3 +161,59 @@ print(f"{first['name'][2]} {first['position'][2]!r}")
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// The second robot's log (12 servos, no claws): joint states and actions by pup12's own
+/// servo names, 12 values each, and the command read at pup12's frame offset (the scenario's
+/// 0.3 m/s, where the claw robot's offset would read a joint velocity).
+#[test]
+fn pup12s_telemetry_names_its_own_servos() {
+    let dir = tempfile::tempdir().unwrap();
+    let setup = Setup {
+        bundle: repo().join("hil-tests/fixtures/pup12_student.clawrl"),
+        seed: 1,
+        clocking: Clocking::Lockstep,
+        task: TaskConfig::load(repo().join("configs/task/pup12_flat.toml"), &[]).unwrap(),
+        runtime_config: repo().join("configs/runtime/pup12.toml"),
+        dir: dir.path().join("run"),
+        board: None,
+        miswiring: Vec::new(),
+    };
+    let s = scenario::by_name("walk").unwrap();
+    let s = scenario::Scenario { seconds: 1.0, ..s };
+    let o = scenario::run(&s, &setup).unwrap();
+    let out = dir.path().join("pup12.mcap");
+    clawrl_runtime::mcap_log::export(&o.summary.log.clone().unwrap(), &out).unwrap();
+    let bytes = std::fs::read(&out).unwrap();
+    let (mut states, mut commands) = (Vec::new(), Vec::new());
+    for m in mcap::MessageStream::new(&bytes).unwrap() {
+        let m = m.unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&m.data).unwrap();
+        match m.channel.topic.as_str() {
+            "/joint_states" => states.push(v),
+            "/cmd_vel" => commands.push(v),
+            _ => {}
+        }
+    }
+    let names: Vec<&str> = states[0]["name"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 12);
+    assert_eq!(names[..3], ["FL_hip_abd", "FL_hip_pitch", "FL_knee"]);
+    assert!(names.iter().all(|n| !n.contains("claw")));
+    assert_eq!(states[0]["position"].as_array().unwrap().len(), 12);
+    // The policy's command: the scenario's 0.3 m/s while running, 0 once the stop halts it.
+    let forward: Vec<f64> = (commands.iter())
+        .map(|c| c["linear"]["x"].as_f64().unwrap())
+        .collect();
+    assert!(
+        forward.iter().any(|f| (f - 0.3).abs() < 1e-6),
+        "{forward:?}"
+    );
+    assert!(
+        forward.iter().all(|f| (f - 0.3).abs() < 1e-6 || *f == 0.0),
+        "{forward:?}"
+    );
+}

@@ -161,3 +161,45 @@ fn a_board_from_a_bad_description_names_the_servo() {
     let e = FirmwareConfig::from_description(&d).unwrap_err();
     assert!(e.contains("FL_hip_pitch") && e.contains("channel 0"), "{e}");
 }
+
+/// pup12's board: 12 servos in the first slots with the description's IDs, channels and its
+/// own limits (the knee's -0.5 rad stop is wider than the claw robot's -0.6: replaced, not
+/// narrowed to the shipped board's), and the 4 spare slots parked on IDs and channels no servo
+/// has, with a zero-width limit. Robot IDs that take the shipped board's spare IDs (13-16)
+/// push the spares elsewhere instead of clashing.
+#[test]
+fn a_board_of_fewer_servos_parks_its_spare_slots() {
+    let robot = clawrl_sim::description::load(std::path::Path::new("robots/pup12/robot.toml"))
+        .unwrap()
+        .description;
+    let board = FirmwareConfig::from_description(&robot).unwrap();
+    for (slot, s) in robot.servos.iter().enumerate() {
+        let b = &board.servos[slot];
+        let channel = s.pwm.as_ref().unwrap().channel;
+        assert_eq!((b.id, b.channel), (s.id, channel), "{}", s.name);
+        let limits = [f64::from(b.min_rad), f64::from(b.max_rad)];
+        assert!(
+            (limits[0] - s.limits[0]).abs() < 1e-6 && (limits[1] - s.limits[1]).abs() < 1e-6,
+            "{}: board {limits:?}, description {:?}",
+            s.name,
+            s.limits
+        );
+    }
+    let knee = robot.servo("FL_knee").unwrap();
+    assert_eq!(knee.limits[1], -0.5, "pup12's knee stop (pup12.xml)");
+    let spare = &board.servos[robot.servos.len()..];
+    assert_eq!(spare.len(), 4);
+    for s in spare {
+        assert_eq!((s.min_rad, s.max_rad), (0.0, 0.0));
+    }
+    board.check_ids().unwrap();
+
+    let mut shifted = robot.clone();
+    for s in &mut shifted.servos {
+        s.id += 4; // IDs 5-16: the shipped board's spares 13-16 are taken
+    }
+    let board = FirmwareConfig::from_description(&shifted).unwrap();
+    board.check_ids().unwrap();
+    let ids: Vec<u8> = board.servos.iter().map(|s| s.id).collect();
+    assert_eq!(&ids[12..], &[1, 2, 3, 4], "spares on the free IDs");
+}

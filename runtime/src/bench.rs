@@ -437,6 +437,7 @@ pub fn cycle(bundle: &clawrl_bundle::Bundle, iterations: usize) -> Result<CycleT
         heading_gain: 0.0,
         heading_yaw_limit: 0.0,
         stand_grip: 0.0,
+        poses: crate::controller::Poses::quadruped(),
     };
     let mut c = Controller::new(policy, obs, map, cfg);
     let encoder = GoalEncoder::new(&JOINT_LIMITS);

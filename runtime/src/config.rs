@@ -3,14 +3,14 @@
 //! key (`clawrl-config`).
 use std::path::{Path, PathBuf};
 
-use clawrl_bundle::RobotSpec;
+use clawrl_bundle::{Manifest, RobotSpec};
 use clawrl_config::{ConfigError, KeyError, Validate, check_range};
 use clawrl_protocol::table::board::behaviour;
 use clawrl_robot::OnboardLayout;
-use clawrl_robot::quadruped::{self, JOINT_LIMITS, NUM_SERVOS};
+use clawrl_robot::quadruped::{self, JOINT_LIMITS};
 use serde::{Deserialize, Serialize};
 
-use crate::controller::SafetyConfig;
+use crate::controller::{MAX_SERVOS, Poses, SafetyConfig};
 
 /// The environment variable naming the runtime config when `--config` is not given.
 pub const CONFIG_ENV: &str = "CLAWRL_RUNTIME_CONFIG";
@@ -262,7 +262,8 @@ fn default_estop_button() -> u8 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RobotSection {
-    /// Robot model name; this runtime drives only `claw_quadruped`.
+    /// Robot model name: `claw_quadruped` (the shipped robot, known to this runtime), or
+    /// another robot, which `description` must then describe.
     pub model: String,
     /// Lowercase hex SHA-256 of the MJCF file this robot was modelled by.
     pub mjcf_sha256: String,
@@ -459,11 +460,12 @@ impl Validate for RuntimeConfig {
 
 impl RobotSection {
     fn validate(&self) -> Result<(), KeyError> {
-        if self.model != quadruped::MODEL_NAME {
+        if self.model != quadruped::MODEL_NAME && self.description.is_none() {
             return Err(KeyError::new(
                 "robot.model",
                 format!(
-                    "{:?}: this runtime drives only {:?}",
+                    "{:?}: a robot other than the shipped {:?} is known by its description: \
+                     set robot.description (robots/NAME/robot.toml)",
                     self.model,
                     quadruped::MODEL_NAME
                 ),
@@ -512,8 +514,19 @@ fn load_description(
             d.robot.name
         )));
     }
-    // The runtime addresses servos by these names (their bus IDs, offsets): a name it drives
-    // that the description lacks would silently fall back to another ID.
+    if d.servo.len() > MAX_SERVOS {
+        return Err(key_error(format!(
+            "{} has {} servos; one board drives at most {MAX_SERVOS}",
+            file.display(),
+            d.servo.len()
+        )));
+    }
+    if model != quadruped::MODEL_NAME {
+        return Ok(d);
+    }
+    // The runtime addresses the shipped robot's servos by these names (their bus IDs,
+    // offsets): a name it drives that the description lacks would silently fall back to
+    // another ID.
     let names = quadruped::servo_names();
     let described: Vec<&str> = d.servo.iter().map(|s| s.name.as_str()).collect();
     if let Some(missing) = names.iter().find(|n| !described.contains(&n.as_str())) {
@@ -537,14 +550,25 @@ impl RuntimeConfig {
     /// What a bundle must fit to run here ([`clawrl_bundle::check_fits`]): this config's
     /// model, MJCF hash, control rate and action-scale bound, with the servo names, limits,
     /// default pose and observation of the model this runtime drives.
+    /// Another robot's limits and default pose are the MJCF's, which the robot computer does
+    /// not carry: they are left empty here and come from the bundle's resolved description
+    /// once its MJCF hash and servo table have matched ([`RobotSpec::knows_mjcf_numbers`]).
     pub fn robot_spec(&self) -> RobotSpec {
+        let names = self.servo_names();
+        let (joint_limits, default_pose, layout) = if self.is_shipped_robot() {
+            let pose = quadruped::DEFAULT_POSE.to_vec();
+            (JOINT_LIMITS.to_vec(), pose, OnboardLayout::quadruped())
+        } else {
+            let unknown = OnboardLayout::legged(&self.robot.model, &names, &vec![0.0; names.len()]);
+            (Vec::new(), Vec::new(), unknown)
+        };
         RobotSpec {
             model: self.robot.model.clone(),
             mjcf_sha256: self.robot.mjcf_sha256.clone(),
-            joint_names: quadruped::servo_names(),
-            joint_limits: JOINT_LIMITS.to_vec(),
-            default_pose: quadruped::DEFAULT_POSE.to_vec(),
-            layout: OnboardLayout::quadruped(),
+            joint_names: names,
+            joint_limits,
+            default_pose,
+            layout,
             control_rate_hz: self.control.rate_hz,
             max_action_scale: self.robot.max_action_scale,
             max_joint_speed: self.safety.max_joint_speed,
@@ -556,18 +580,33 @@ impl RuntimeConfig {
         }
     }
 
+    /// Whether this config drives the shipped claw-foot quadruped (known by its constants).
+    pub fn is_shipped_robot(&self) -> bool {
+        self.robot.model == quadruped::MODEL_NAME
+    }
+
+    /// The servos' names in action order: the shipped robot's, or the description's.
+    pub fn servo_names(&self) -> Vec<String> {
+        match &self.robot.description_file {
+            Some(d) if !self.is_shipped_robot() => d.servo.iter().map(|s| s.name.clone()).collect(),
+            _ => quadruped::servo_names(),
+        }
+    }
+
     /// Each servo's bus ID in action order: the description's `id` of the servo of that name,
-    /// or IDs 1-16 without a description.
-    pub fn servo_ids(&self) -> [u8; NUM_SERVOS] {
-        let names = quadruped::servo_names();
-        std::array::from_fn(|i| {
-            let described = self
-                .robot
-                .description_file
-                .as_ref()
-                .and_then(|d| d.servo.iter().find(|s| s.name == names[i]).map(|s| s.id));
-            described.unwrap_or(clawrl_protocol::units::ids::servo_id(i))
-        })
+    /// or IDs 1-16 for the shipped robot without a description.
+    pub fn servo_ids(&self) -> Vec<u8> {
+        let names = self.servo_names();
+        (0..names.len())
+            .map(|i| {
+                let described = self
+                    .robot
+                    .description_file
+                    .as_ref()
+                    .and_then(|d| d.servo.iter().find(|s| s.name == names[i]).map(|s| s.id));
+                described.unwrap_or(clawrl_protocol::units::ids::servo_id(i))
+            })
+            .collect()
     }
 
     /// Finds the config ([`find_config`]: `--config`, [`CONFIG_ENV`], [`SYSTEM_CONFIG`],
@@ -606,16 +645,39 @@ impl RuntimeConfig {
         Ok(c)
     }
 
-    /// The controller's view, with the bundle's joint limits (never looser than the robot's).
-    pub fn safety(&self, bundle_limits: Option<&[[f64; 2]]>) -> SafetyConfig {
-        let mut limits = JOINT_LIMITS;
-        if let Some(b) = bundle_limits.filter(|b| b.len() == NUM_SERVOS) {
+    /// The controller's view of this robot and `bundle`: the robot's poses and limits (the
+    /// shipped robot's constants, or another robot's from the bundle's resolved description,
+    /// which `check_fits` compared with `robot.description` and the MJCF hash first), the
+    /// limits narrowed by the bundle's (never widened). Without a bundle, another robot's
+    /// poses and limits are unknown here: refused.
+    pub fn safety(&self, bundle: Option<&Manifest>) -> Result<SafetyConfig, String> {
+        let described = bundle.and_then(|m| m.robot.description.as_ref());
+        let (poses, mut limits) = match described {
+            Some(d) => {
+                let poses = Poses::from_description(d)?;
+                let mut limits = [[0.0; 2]; MAX_SERVOS];
+                limits[..poses.count].copy_from_slice(&d.limits());
+                (poses, limits)
+            }
+            None if self.robot.model == quadruped::MODEL_NAME => (Poses::quadruped(), JOINT_LIMITS),
+            None => {
+                return Err(format!(
+                    "robot {:?}: its poses and limits come from a bundle's description, and there is none",
+                    self.robot.model
+                ));
+            }
+        };
+        let map = bundle.and_then(|m| m.action.map.as_ref());
+        if let Some(b) = map
+            .map(|m| &m.joint_limits)
+            .filter(|b| b.len() == poses.count)
+        {
             for (l, [lo, hi]) in limits.iter_mut().zip(b) {
                 *l = [l[0].max(*lo), l[1].min(*hi)];
             }
         }
         let f = &self.safety;
-        SafetyConfig {
+        Ok(SafetyConfig {
             rate_hz: self.control.rate_hz,
             stand_s: f.stand_s,
             fade_s: f.fade_s,
@@ -629,6 +691,7 @@ impl RuntimeConfig {
             heading_gain: self.control.heading_gain,
             heading_yaw_limit: self.control.heading_yaw_limit,
             stand_grip: f.stand_grip,
-        }
+            poses,
+        })
     }
 }

@@ -101,7 +101,7 @@ pub struct Link {
     /// State reads that went out on the wire (the body moves one period at each).
     state_reads_sent: u64,
     /// Each servo's bus ID, in action order (the robot description's `id`s).
-    servo_ids: [u8; NUM_SERVOS],
+    servo_ids: Vec<u8>,
 }
 
 impl Link {
@@ -136,19 +136,20 @@ impl Link {
             timeout,
             lockstep: None,
             state_reads_sent: 0,
-            servo_ids: std::array::from_fn(ids::servo_id),
+            servo_ids: (0..NUM_SERVOS).map(ids::servo_id).collect(),
         }
     }
 
     /// This link addressing the servos (action order) by `servo_ids`: a robot wired in
-    /// another order than IDs 1-16.
-    pub fn with_servo_ids(mut self, servo_ids: [u8; NUM_SERVOS]) -> Self {
-        self.servo_ids = servo_ids;
+    /// another order than IDs 1-16, or a robot of fewer servos (the link addresses only
+    /// these).
+    pub fn with_servo_ids(mut self, servo_ids: &[u8]) -> Self {
+        self.servo_ids = servo_ids.to_vec();
         self
     }
 
-    pub fn servo_ids(&self) -> [u8; NUM_SERVOS] {
-        self.servo_ids
+    pub fn servo_ids(&self) -> &[u8] {
+        &self.servo_ids
     }
 
     /// This link in lockstep with a simulated body: a new connection on `lockstep`'s counters.
@@ -210,8 +211,8 @@ impl Link {
     ) -> Result<BoardInfo, LinkError> {
         self.port.clear(serialport::ClearBuffer::All).ok();
         let firmware = self.ping_patiently(ids::BOARD, board::MODEL_NUMBER)?;
-        for id in self.servo_ids {
-            self.ping_patiently(id, servo::MODEL_NUMBER)?;
+        for i in 0..self.servo_ids.len() {
+            self.ping_patiently(self.servo_ids[i], servo::MODEL_NUMBER)?;
         }
         let mut st = [0u8; 3];
         self.read(ids::BOARD, board::SAFETY_STATE, &mut st)?;
@@ -303,7 +304,8 @@ impl Link {
         Ok(alert)
     }
 
-    /// SYNC WRITE of Goal Position (ticks) to the 16 servos, by their IDs: one packet, no answer.
+    /// SYNC WRITE of Goal Position (ticks) to the robot's servos, by their IDs: one packet, no
+    /// answer. `ticks` past the robot's servo count are not sent.
     pub fn sync_write_goals(&mut self, ticks: &[i32; NUM_SERVOS]) -> Result<(), LinkError> {
         let mut w = PacketWriter::new(
             &mut self.tx,
@@ -322,7 +324,7 @@ impl Link {
     /// wiring checks compare. Not the robot-state read, so in lockstep the body does not move.
     pub fn read_servo_positions(&mut self) -> Result<[f64; NUM_SERVOS], LinkError> {
         let mut out = [0.0; NUM_SERVOS];
-        for (rad, id) in out.iter_mut().zip(self.servo_ids) {
+        for (rad, &id) in out.iter_mut().zip(&self.servo_ids.clone()) {
             let mut ticks = [0u8; 4];
             self.read(id, servo::PRESENT_POSITION, &mut ticks)?;
             let ticks = i32::from_le_bytes(ticks);

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::{BufWriter, Seek, Write};
 use std::path::Path;
 
-use clawrl_robot::observation::offsets;
+use clawrl_robot::observation::Offsets;
 use clawrl_robot::quadruped;
 use serde_json::{Value, json};
 
@@ -104,13 +104,14 @@ fn write_all<W: Write + Seek>(
             .map_err(mcap_err)?;
         channels.insert(topic, cid);
     }
-    let names = quadruped::servo_names();
+    let names = servo_names(reader);
+    let command_at = Offsets::for_servos(names.len()).command;
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     let mut records = 0u64;
     while let Some(r) = reader.next_record()? {
         records += 1;
         let t_ns = (r.cycle as f64 / rate_hz * 1e9).round() as u64;
-        for (topic, msg) in messages(&r, &names, t_ns) {
+        for (topic, msg) in messages(&r, &names, command_at, t_ns) {
             let n = counts.entry(topic.to_string()).or_default();
             let header = mcap::records::MessageHeader {
                 channel_id: channels[topic],
@@ -127,18 +128,43 @@ fn write_all<W: Write + Seek>(
     Ok((records, counts))
 }
 
+/// The servos' names in action order: the logged bundle's (it may be gone: then the shipped
+/// robot's for a 16-servo log, `servo_I` for another robot's).
+fn servo_names(reader: &LogReader) -> Vec<String> {
+    let count = reader.header.safety.poses.count;
+    let trust = clawrl_bundle::Trust::default();
+    let from_bundle = clawrl_bundle::read(&reader.header.bundle, &trust)
+        .ok()
+        .map(|b| b.manifest.action.names)
+        .filter(|n| n.len() == count);
+    from_bundle.unwrap_or_else(|| {
+        if count == quadruped::NUM_SERVOS {
+            quadruped::servo_names()
+        } else {
+            (0..count).map(|i| format!("servo_{i}")).collect()
+        }
+    })
+}
+
 /// One cycle's messages: the readings when a state arrived, the goals when some were sent,
-/// the command and action when the policy ran, and the cycle itself always.
-fn messages(r: &Record, names: &[String], t_ns: u64) -> Vec<(&'static str, Value)> {
+/// the command and action when the policy ran, and the cycle itself always. A robot of `n`
+/// servos (`names`) fills the first `n` entries of the board-sized arrays.
+fn messages(
+    r: &Record,
+    names: &[String],
+    command_at: usize,
+    t_ns: u64,
+) -> Vec<(&'static str, Value)> {
+    let n = names.len();
     let header = json!({"stamp": {"sec": t_ns / 1_000_000_000, "nsec": t_ns % 1_000_000_000}});
     let mut out = Vec::new();
     if let Some(s) = &r.input.state {
         let sensors = &s.sensors;
         out.push((
             "/joint_states",
-            json!({"header": header, "name": names, "position": sensors.joint_pos,
-                "velocity": sensors.joint_vel, "effort": [],
-                "current_ma": s.current_ma}),
+            json!({"header": header, "name": names, "position": &sensors.joint_pos[..n],
+                "velocity": &sensors.joint_vel[..n], "effort": [],
+                "current_ma": &s.current_ma[..n]}),
         ));
         let [w, x, y, z] = sensors.quat;
         let [gx, gy, gz] = sensors.gyro;
@@ -153,12 +179,12 @@ fn messages(r: &Record, names: &[String], t_ns: u64) -> Vec<(&'static str, Value
     if let Some(g) = &r.output.goals {
         out.push((
             "/joint_goals",
-            json!({"header": header, "name": names, "position": g,
+            json!({"header": header, "name": names, "position": &g[..n],
                 "limited": r.output.limited}),
         ));
     }
     if r.output.policy_ran {
-        let c = &r.output.frame[offsets::COMMAND..offsets::COMMAND + 3];
+        let c = &r.output.frame[command_at..command_at + 3];
         out.push((
             "/cmd_vel",
             json!({"linear": {"x": c[0], "y": c[1], "z": 0.0},
@@ -166,7 +192,7 @@ fn messages(r: &Record, names: &[String], t_ns: u64) -> Vec<(&'static str, Value
         ));
         out.push((
             "/action",
-            json!({"header": header, "name": names, "action": r.output.action}),
+            json!({"header": header, "name": names, "action": &r.output.action[..n]}),
         ));
     }
     out.push((
@@ -177,4 +203,91 @@ fn messages(r: &Record, names: &[String], t_ns: u64) -> Vec<(&'static str, Value
             "board_alert": r.input.state.is_some_and(|s| s.alert)}),
     ));
     out
+}
+
+/// A run's time series as its MCAP holds them (what `clawrl plot --mcap` draws): read back
+/// with the format's own reader, by topic, so any MCAP of these channels plots, not only ours.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Series {
+    /// Servo names (the first `/joint_states` message's).
+    pub names: Vec<String>,
+    /// `/joint_states`: time (s), positions per servo (rad), body yaw rate from `/imu` (rad/s).
+    pub state_t: Vec<f64>,
+    pub position: Vec<Vec<f64>>,
+    pub yaw_rate: Vec<f64>,
+    /// `/joint_goals`: time (s), goals per servo (rad).
+    pub goal_t: Vec<f64>,
+    pub goal: Vec<Vec<f64>>,
+    /// `/cmd_vel`: time (s), forward (m/s) and yaw rate (rad/s) commanded.
+    pub command_t: Vec<f64>,
+    pub command: Vec<[f64; 2]>,
+    /// `/runtime`: time (s), safety phase, compute and lateness (µs) per cycle.
+    pub cycle_t: Vec<f64>,
+    pub phase: Vec<String>,
+    pub compute_us: Vec<f64>,
+    pub lateness_us: Vec<f64>,
+}
+
+/// Reads `path` (an MCAP of [`TOPICS`]) into [`Series`]; a file that is not MCAP, or a message
+/// that is not the JSON its schema says, is refused with the topic named.
+pub fn read_series(path: &Path) -> Result<Series, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !bytes.starts_with(mcap::MAGIC) {
+        return Err(format!(
+            "{}: not an MCAP file (no MCAP magic; a binary telemetry log converts with \
+             `clawrl-runtime mcap LOG`)",
+            path.display()
+        ));
+    }
+    let stream = mcap::MessageStream::new(&bytes)
+        .map_err(|e| format!("{}: not an MCAP file: {e}", path.display()))?;
+    let mut s = Series::default();
+    let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    let nums = |v: &Value| -> Vec<f64> {
+        v.as_array()
+            .map(|a| a.iter().map(num).collect())
+            .unwrap_or_default()
+    };
+    for m in stream {
+        let m = m.map_err(|e| format!("{}: {e}", path.display()))?;
+        let topic = m.channel.topic.as_str();
+        let v: Value = serde_json::from_slice(&m.data)
+            .map_err(|e| format!("{}: a {topic} message is not JSON: {e}", path.display()))?;
+        let t = m.log_time as f64 * 1e-9;
+        match topic {
+            "/joint_states" => {
+                if s.names.is_empty() {
+                    s.names = (v["name"].as_array().into_iter().flatten())
+                        .map(|n| n.as_str().unwrap_or("?").to_string())
+                        .collect();
+                }
+                s.state_t.push(t);
+                s.position.push(nums(&v["position"]));
+            }
+            "/imu" => s.yaw_rate.push(num(&v["angular_velocity"]["z"])),
+            "/joint_goals" => {
+                s.goal_t.push(t);
+                s.goal.push(nums(&v["position"]));
+            }
+            "/cmd_vel" => {
+                s.command_t.push(t);
+                s.command
+                    .push([num(&v["linear"]["x"]), num(&v["angular"]["z"])]);
+            }
+            "/runtime" => {
+                s.cycle_t.push(t);
+                s.phase.push(v["phase"].as_str().unwrap_or("?").to_string());
+                s.compute_us.push(num(&v["compute_us"]));
+                s.lateness_us.push(num(&v["lateness_us"]));
+            }
+            _ => {}
+        }
+    }
+    if s.cycle_t.is_empty() {
+        return Err(format!(
+            "{}: no /runtime messages (not a clawrl-runtime MCAP)",
+            path.display()
+        ));
+    }
+    Ok(s)
 }

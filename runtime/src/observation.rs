@@ -9,11 +9,14 @@
 //!
 //! [`build`]: ObservationBuilder::build
 use clawrl_bundle::Manifest;
-use clawrl_robot::observation::offsets;
-use clawrl_robot::quadruped::NUM_SERVOS;
+use clawrl_robot::observation::{Offsets, offsets};
 use clawrl_robot::{History, OnboardLayout, OnboardSensors};
 
-/// Length of the quadruped's onboard frame.
+/// The most servos one board drives (the controller's `MAX_SERVOS`).
+const MAX_SERVOS: usize = clawrl_protocol::units::ids::SERVO_COUNT;
+
+/// Length of the longest onboard frame, a robot of the board's most servos (the claw-foot
+/// quadruped's): a robot of fewer servos fills the first [`ObservationBuilder::dim`] entries.
 pub const FRAME_DIM: usize = offsets::DIM;
 
 #[derive(Debug, Clone)]
@@ -24,7 +27,8 @@ pub struct ObservationBuilder {
     /// `1 / sqrt(var + epsilon)`, per stacked entry.
     scale: Vec<f64>,
     clip: f32,
-    values: [f64; FRAME_DIM],
+    /// This robot's frame, before rounding to f32.
+    values: Vec<f64>,
     frame: [f32; FRAME_DIM],
     normalised: Vec<f32>,
     /// True until the first frame of an episode: it fills the whole history.
@@ -32,15 +36,17 @@ pub struct ObservationBuilder {
 }
 
 impl ObservationBuilder {
-    /// Refuses a manifest whose layout is not the quadruped's frame or whose normaliser does not
-    /// cover the stacked vector.
+    /// Refuses a manifest whose layout is not a legged robot's onboard frame of at most the
+    /// board's servos, or whose normaliser does not cover the stacked vector.
     pub fn from_manifest(m: &Manifest) -> Result<Self, String> {
         let o = &m.observation;
-        if o.layout.dim() != FRAME_DIM || o.layout.joint_offset.len() != NUM_SERVOS {
+        let servos = o.layout.servo_count();
+        let legged = Offsets::for_servos(servos).dim;
+        if servos == 0 || servos > MAX_SERVOS || o.layout.dim() != legged {
             return Err(format!(
-                "observation.layout has {} entries and {} joint offsets; the quadruped's frame has {FRAME_DIM} and 16",
+                "observation.layout has {} entries and {servos} joint offsets; a legged robot's \
+                 frame has {legged} for that many servos, and a board drives 1 to {MAX_SERVOS}",
                 o.layout.dim(),
-                o.layout.joint_offset.len()
             ));
         }
         let n = o.stacked_dim();
@@ -61,12 +67,12 @@ impl ObservationBuilder {
         }
         Ok(Self {
             layout: o.layout.clone(),
-            history: History::new(1, FRAME_DIM, o.history),
+            history: History::new(1, legged, o.history),
             mean: s.mean.clone(),
             // The policy crate's normaliser computes exactly this, in this order.
             scale: s.var.iter().map(|v| 1.0 / (v + s.epsilon).sqrt()).collect(),
             clip: s.clip,
-            values: [0.0; FRAME_DIM],
+            values: vec![0.0; legged],
             frame: [0.0; FRAME_DIM],
             normalised: vec![0.0; n],
             new_episode: true,
@@ -87,10 +93,11 @@ impl ObservationBuilder {
     ) -> &[f32] {
         self.layout
             .quadruped_values(sensors, last_action, command, &mut self.values);
-        for (f, v) in self.frame.iter_mut().zip(self.values) {
-            *f = v as f32;
+        for (f, v) in self.frame.iter_mut().zip(&self.values) {
+            *f = *v as f32;
         }
-        self.history.push(&self.frame, &[self.new_episode]);
+        let dim = self.values.len();
+        self.history.push(&self.frame[..dim], &[self.new_episode]);
         self.new_episode = false;
         let stacked = self.history.as_slice();
         let terms = stacked.iter().zip(&self.mean).zip(&self.scale);
@@ -99,6 +106,11 @@ impl ObservationBuilder {
             *n = z.clamp(-self.clip, self.clip);
         }
         &self.normalised
+    }
+
+    /// Entries of this robot's frame (the rest of [`ObservationBuilder::frame`] is zero).
+    pub fn dim(&self) -> usize {
+        self.values.len()
     }
 
     /// The raw (unnormalised) frame the last [`ObservationBuilder::build`] produced.

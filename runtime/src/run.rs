@@ -305,7 +305,17 @@ pub fn controller_for(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<ControlLoo
     let student = Student::from_bundle(bundle)?;
     let obs = ObservationBuilder::from_manifest(m)
         .map_err(|e| anyhow::anyhow!("bundle {}: {e}", bundle.path.display()))?;
-    let safety = cfg.safety(Some(&map.joint_limits));
+    let safety = cfg
+        .safety(Some(m))
+        .map_err(|e| anyhow::anyhow!("bundle {}: {e}", bundle.path.display()))?;
+    if map.len() != safety.poses.count {
+        anyhow::bail!(
+            "bundle {}: its action map drives {} servos, the robot has {}",
+            bundle.path.display(),
+            map.len(),
+            safety.poses.count
+        );
+    }
     let limits = safety.joint_limits;
     Ok(ControlLoop::new(
         Controller::new(student, obs, map, safety),
@@ -383,13 +393,20 @@ fn live_commands(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<Option<crate::c
 }
 
 /// `clawrl-runtime check-wiring`: connects as `run` does and checks every servo against its
-/// angle in `pose` ([`crate::wiring::check`]). Nothing moves.
+/// angle in `pose` ([`crate::wiring::check`]). Nothing moves. The shipped robot's poses are
+/// its constants; another robot's come from the installed bundle's description.
 pub fn check_wiring(
     cfg: &RuntimeConfig,
     pose: crate::wiring::Pose,
     lockstep: Option<Arc<Lockstep>>,
 ) -> Result<(String, bool)> {
-    let servos = crate::wiring::servos(cfg, pose);
+    let installed = crate::install::current_bundle(&cfg.install.root)
+        .ok()
+        .and_then(|path| load_bundle(cfg, &path).ok());
+    let safety = cfg
+        .safety(installed.as_ref().map(|b| &b.manifest))
+        .map_err(|e| anyhow::anyhow!("{e}: install one first (clawrl-runtime install)"))?;
+    let servos = crate::wiring::servos(cfg, &safety, pose);
     let (mut link, _) = connect_named(cfg, false, lockstep, &servos)?;
     crate::wiring::check(&mut link, &servos)
 }
@@ -423,7 +440,7 @@ fn connect_info(
     let s = &cfg.serial;
     let mut link = Link::open(&s.port, s.baud, Duration::from_millis(s.answer_timeout_ms))?
         .with_lockstep(lockstep)
-        .with_servo_ids(cfg.servo_ids());
+        .with_servo_ids(&cfg.servo_ids());
     let info = link
         .handshake(
             cfg.safety.board_watchdog_ms,
@@ -457,7 +474,7 @@ pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     let mut live = live_commands(cfg, &bundle)?;
     // The shared counters only mean something in lockstep.
     let lockstep = opts.lockstep.clone().filter(|_| cfg.control.lockstep());
-    let servos = crate::wiring::servos(cfg, crate::wiring::Pose::Rest);
+    let servos = crate::wiring::servos(cfg, control.controller.safety(), crate::wiring::Pose::Rest);
     let (mut link, info) = connect_named(cfg, opts.clear_estop, lockstep.clone(), &servos)?;
     // Before the torque goes on: a servo reading beyond its limits is a servo mounted the
     // other way or on another joint's channel, and standing up would drive it through them.
@@ -691,14 +708,9 @@ fn start_telemetry(
     let header = Header {
         bundle: std::fs::canonicalize(&bundle.path).unwrap_or(bundle.path.clone()),
         bundle_sha256: clawrl_bundle::file_sha256(&bundle.path)?,
-        safety: cfg.safety(
-            bundle
-                .manifest
-                .action
-                .map
-                .as_ref()
-                .map(|m| &m.joint_limits[..]),
-        ),
+        safety: cfg
+            .safety(Some(&bundle.manifest))
+            .map_err(anyhow::Error::msg)?,
         record_len: RECORD_LEN,
     };
     let mut writer = LogWriter::create(&path, &header)
@@ -857,7 +869,7 @@ fn serve(
 fn reopen(
     cfg: &crate::config::SerialConfig,
     lockstep: Option<Arc<Lockstep>>,
-    servo_ids: [u8; NUM_SERVOS],
+    servo_ids: &[u8],
 ) -> Option<Link> {
     let mut link = Link::open(
         &cfg.port,

@@ -52,6 +52,7 @@ pub fn run() -> Result<Vec<String>> {
         heading_gain: 0.0,
         heading_yaw_limit: 0.0,
         stand_grip: 0.0,
+        poses: crate::controller::Poses::quadruped(),
     };
     let mut c = Controller::new(student, obs, map, cfg);
     passed.extend(safety_sequence(&mut c)?);

@@ -510,7 +510,7 @@ mod tests {
         Header {
             bundle: "student.clawrl".into(),
             bundle_sha256: "00".repeat(32),
-            safety: cfg.safety(None),
+            safety: cfg.safety(None).unwrap(),
             record_len: RECORD_LEN,
         }
     }

@@ -13,9 +13,11 @@
 use std::fmt::Write as _;
 
 use anyhow::Context;
-use clawrl_robot::quadruped::{self, NUM_SERVOS};
+#[cfg(test)]
+use clawrl_robot::quadruped;
 
 use crate::config::RuntimeConfig;
+use crate::controller::{MAX_SERVOS, SafetyConfig};
 use crate::link::Link;
 
 /// How far from the pose's angle a servo may read and still fit (rad): legs settle a few
@@ -32,10 +34,10 @@ pub enum Pose {
 }
 
 impl Pose {
-    fn angles(self) -> [f64; NUM_SERVOS] {
+    fn angles(self, safety: &SafetyConfig) -> [f64; MAX_SERVOS] {
         match self {
-            Pose::Rest => quadruped::REST_POSE,
-            Pose::Stand => quadruped::DEFAULT_POSE,
+            Pose::Rest => safety.poses.rest,
+            Pose::Stand => safety.poses.stand,
         }
     }
 }
@@ -78,12 +80,12 @@ impl Finding {
     }
 }
 
-/// The robot's servos in action order: names, the description's IDs and offsets, the
-/// config's limits and their angles in `pose`.
-pub fn servos(cfg: &RuntimeConfig, pose: Pose) -> Vec<Servo> {
-    let names = quadruped::servo_names();
+/// The robot's servos in action order: names, the description's IDs and offsets, and from
+/// `safety` (the robot's, [`RuntimeConfig::safety`]) their limits and angles in `pose`.
+pub fn servos(cfg: &RuntimeConfig, safety: &SafetyConfig, pose: Pose) -> Vec<Servo> {
+    let names = cfg.servo_names();
     let ids = cfg.servo_ids();
-    let limits = cfg.safety(None).joint_limits;
+    let limits = safety.joint_limits;
     let offset = |name: &str| {
         cfg.robot
             .description_file
@@ -91,13 +93,14 @@ pub fn servos(cfg: &RuntimeConfig, pose: Pose) -> Vec<Servo> {
             .and_then(|d| d.servo.iter().find(|s| s.name == name))
             .map_or(0.0, |s| s.offset_rad)
     };
-    (0..NUM_SERVOS)
+    let angles = pose.angles(safety);
+    (0..names.len())
         .map(|i| Servo {
             offset: offset(&names[i]),
             name: names[i].clone(),
             id: ids[i],
             limits: limits[i],
-            expect: pose.angles()[i],
+            expect: angles[i],
         })
         .collect()
 }

@@ -134,6 +134,7 @@ fn the_running_control_loop_allocates_only_in_the_forward_pass() {
         heading_gain: 0.0,
         heading_yaw_limit: 0.0,
         stand_grip: 0.0,
+        poses: clawrl_runtime::controller::Poses::quadruped(),
     };
     let mut control = ControlLoop::new(Controller::new(policy, obs, map, cfg), &JOINT_LIMITS);
 

@@ -131,7 +131,7 @@ fn replay() {
     let header = Header {
         bundle: student(),
         bundle_sha256: clawrl_bundle::file_sha256(student()).unwrap(),
-        safety: cfg.safety(None),
+        safety: cfg.safety(None).unwrap(),
         record_len: RECORD_LEN,
     };
     LogWriter::create(&log, &header).unwrap().finish().unwrap();

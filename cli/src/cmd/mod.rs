@@ -10,6 +10,7 @@ pub mod hil;
 pub mod keygen;
 pub mod outputs;
 pub mod plot;
+mod plot_mcap;
 pub mod robot;
 pub mod serve;
 pub mod simulate;

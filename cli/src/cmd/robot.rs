@@ -116,10 +116,19 @@ fn print_bus_order(d: &RobotDescription) {
 /// laws): what its image would be built with (firmware/board/build.rs). Not a failure when it
 /// cannot: a robot may have another board.
 fn print_board(d: &RobotDescription) {
+    const SLOTS: usize = clawrl_runtime::controller::MAX_SERVOS;
     match clawrl_firmware::FirmwareConfig::from_description(d) {
-        Ok(_) => println!(
+        Ok(_) if d.servos.len() == SLOTS => println!(
             "\nboard: the clawrl servo board drives it as described (every ID, PWM channel and \
              pulse law; build its image with CLAWRL_ROBOT_DESCRIPTION, firmware/board/README.md)"
+        ),
+        // The MCU image's generator reads the file, not the MJCF, so it has no limits of its
+        // own for another robot's joints: it takes only 16-servo descriptions (issue 41).
+        Ok(_) => println!(
+            "\nboard: the virtual board (HIL) drives it as described, {} of its {SLOTS} slots \
+             (every ID, PWM channel and pulse law); the MCU image (firmware/board) is built for \
+             {SLOTS}-servo descriptions only",
+            d.servos.len()
         ),
         Err(why) => println!("\nboard: not the clawrl servo board's: {why}"),
     }

@@ -9,14 +9,15 @@
 //!
 //! Every goal leaves through one place: rate-limited against the last goal sent, then clamped
 //! to the joint limits.
-use clawrl_robot::quadruped::{CLAW_LIMITS, DEFAULT_POSE, NUM_LEG_SERVOS, NUM_SERVOS, REST_POSE};
 use clawrl_robot::{ActionMap, rotation};
 
 use crate::inference::{InferenceError, Student};
 use crate::observation::{FRAME_DIM, ObservationBuilder};
 use crate::wire::BoardState;
 
+mod poses;
 mod safety;
+pub use poses::{MAX_SERVOS, Poses, with_grip};
 pub use safety::{Event, Events, Fault, ORDER, PHASES, Phase, next};
 
 /// Anything that maps a normalised stacked observation to an action (the candle student; a
@@ -51,7 +52,7 @@ pub struct SafetyConfig {
     /// Cycles without a fresh reading before the stale fault.
     pub stale_cycles: u32,
     /// Per-servo `[lo, hi]` (rad) no goal may leave: the robot's limits, or stricter.
-    pub joint_limits: [[f64; 2]; NUM_SERVOS],
+    pub joint_limits: [[f64; 2]; MAX_SERVOS],
     /// Velocity command given to the policy (forward m/s, lateral m/s, yaw rad/s).
     pub command: [f64; 3],
     /// Above 0: the yaw command holds the heading of the takeover (`control.heading_gain`).
@@ -63,15 +64,10 @@ pub struct SafetyConfig {
     /// Claw angle (rad) of the stand before and after the policy (`safety.stand_grip`; 0
     /// open). The lowering to rest opens them.
     pub stand_grip: f64,
-}
-
-/// `pose` with its claws closed to `grip` rad (clamped to the claws' range; 0: open): a robot
-/// standing up on a slope holds on with its claws instead of sliding.
-pub fn with_grip(mut pose: [f64; NUM_SERVOS], grip: f64) -> [f64; NUM_SERVOS] {
-    for claw in &mut pose[NUM_LEG_SERVOS..] {
-        *claw = grip.clamp(CLAW_LIMITS[0], CLAW_LIMITS[1]);
-    }
-    pose
+    /// The robot's stand and rest poses and its claws (the shipped robot's in logs written
+    /// before the field existed).
+    #[serde(default)]
+    pub poses: Poses,
 }
 
 impl SafetyConfig {
@@ -120,12 +116,12 @@ pub struct Input {
 pub struct Output {
     pub phase: Phase,
     /// Goals to send (rad, inside the limits), or `None` to send none this cycle.
-    pub goals: Option<[f64; NUM_SERVOS]>,
+    pub goals: Option<[f64; MAX_SERVOS]>,
     pub board: BoardCommand,
     /// Whether the policy ran; `frame` and `action` are this cycle's when it did.
     pub policy_ran: bool,
     pub frame: [f32; FRAME_DIM],
-    pub action: [f32; NUM_SERVOS],
+    pub action: [f32; MAX_SERVOS],
     /// Goal entries the rate or joint limits changed this cycle.
     pub limited: u32,
     /// The runtime has finished (torque off): the loop may exit.
@@ -140,7 +136,7 @@ impl Default for Output {
             board: BoardCommand::None,
             policy_ran: false,
             frame: [0.0; FRAME_DIM],
-            action: [0.0; NUM_SERVOS],
+            action: [0.0; MAX_SERVOS],
             limited: 0,
             done: false,
         }
@@ -158,13 +154,13 @@ pub struct Controller<P> {
     latest: Option<BoardState>,
     since_fresh: u32,
     /// The last goal sent: the rate limit's reference and what a fault holds.
-    last_goal: [f64; NUM_SERVOS],
+    last_goal: [f64; MAX_SERVOS],
     /// Where the current interpolation starts.
-    from: [f64; NUM_SERVOS],
+    from: [f64; MAX_SERVOS],
     /// The policy's last action, clipped as the simulator clips it (its next observation).
-    last_action: [f32; NUM_SERVOS],
-    action: [f32; NUM_SERVOS],
-    targets: [f64; NUM_SERVOS],
+    last_action: [f32; MAX_SERVOS],
+    action: [f32; MAX_SERVOS],
+    targets: [f64; MAX_SERVOS],
     /// The heading (rad) the yaw command holds, taken at the policy's first cycle of a takeover.
     held_heading: Option<f64>,
     /// This cycle's live command ([`Input::command`]).
@@ -174,7 +170,7 @@ pub struct Controller<P> {
 impl<P: Act> Controller<P> {
     /// `map` turns actions into targets (the bundle's); `obs` builds the network's input.
     pub fn new(policy: P, obs: ObservationBuilder, map: ActionMap, cfg: SafetyConfig) -> Self {
-        let stand = with_grip(DEFAULT_POSE, cfg.stand_grip);
+        let stand = cfg.poses.stand_with_grip(cfg.stand_grip);
         Self {
             policy,
             obs,
@@ -186,17 +182,17 @@ impl<P: Act> Controller<P> {
             since_fresh: 0,
             last_goal: stand,
             from: stand,
-            last_action: [0.0; NUM_SERVOS],
-            action: [0.0; NUM_SERVOS],
-            targets: [0.0; NUM_SERVOS],
+            last_action: [0.0; MAX_SERVOS],
+            action: [0.0; MAX_SERVOS],
+            targets: [0.0; MAX_SERVOS],
             held_heading: None,
             live_command: None,
         }
     }
 
     /// The default pose with the claws at the stand grip.
-    fn stand_pose(&self) -> [f64; NUM_SERVOS] {
-        with_grip(DEFAULT_POSE, self.cfg.stand_grip)
+    fn stand_pose(&self) -> [f64; MAX_SERVOS] {
+        self.cfg.poses.stand_with_grip(self.cfg.stand_grip)
     }
 
     pub fn phase(&self) -> Phase {
@@ -205,6 +201,11 @@ impl<P: Act> Controller<P> {
 
     pub fn policy(&self) -> &P {
         &self.policy
+    }
+
+    /// The limits, poses and timings this controller keeps to.
+    pub fn safety(&self) -> &SafetyConfig {
+        &self.cfg
     }
 
     fn enter(&mut self, phase: Phase) {
@@ -238,7 +239,7 @@ impl<P: Act> Controller<P> {
             }
             Phase::Lowering => {
                 let t = self.progress(self.cfg.lower_s);
-                Some(lerp(&self.from, &REST_POSE, t))
+                Some(lerp(&self.from, &self.cfg.poses.rest, t))
             }
             Phase::FadeIn | Phase::Running | Phase::Halting | Phase::FadeOut => {
                 self.policy_goal(out)
@@ -308,7 +309,7 @@ impl<P: Act> Controller<P> {
             }
             Phase::FadeIn => {
                 self.obs.restart();
-                self.last_action = [0.0; NUM_SERVOS];
+                self.last_action = [0.0; MAX_SERVOS];
             }
             Phase::Lowering => self.from = self.last_goal,
             _ => {}
@@ -341,14 +342,16 @@ impl<P: Act> Controller<P> {
 
     /// Runs the student on the latest reading; on a non-finite value it latches the fault and
     /// holds the last goal.
-    fn policy_goal(&mut self, out: &mut Output) -> Option<[f64; NUM_SERVOS]> {
+    fn policy_goal(&mut self, out: &mut Output) -> Option<[f64; MAX_SERVOS]> {
         let s = self.latest?;
         let command = if self.phase.stopping() {
             [0.0; 3]
         } else {
             self.command(s.sensors.quat)
         };
-        self.obs.build(&s.sensors, &self.last_action, command);
+        // A robot of fewer servos than the board's maximum uses the first `n` of each array.
+        let n = self.cfg.poses.count;
+        self.obs.build(&s.sensors, &self.last_action[..n], command);
         let obs = self.obs.normalised();
         out.frame = *self.obs.frame();
         out.policy_ran = true;
@@ -356,11 +359,15 @@ impl<P: Act> Controller<P> {
         if !(obs.iter().all(|v| v.is_finite()) && out.frame.iter().all(|v| v.is_finite())) {
             return self.fail(Event::NonFinite, out);
         }
-        if self.policy.act(obs, &mut self.action).is_err() {
+        if self.policy.act(obs, &mut self.action[..n]).is_err() {
             return self.fail(Event::Inference, out);
         }
         out.action = self.action;
-        if self.map.targets(&self.action, &mut self.targets).is_err() {
+        if self
+            .map
+            .targets(&self.action[..n], &mut self.targets[..n])
+            .is_err()
+        {
             // targets() refuses exactly the non-finite actions.
             return self.fail(Event::NonFinite, out);
         }
@@ -377,13 +384,13 @@ impl<P: Act> Controller<P> {
     }
 
     /// The policy's fault: through the table (it latches), holding the last goal.
-    fn fail(&mut self, event: Event, out: &mut Output) -> Option<[f64; NUM_SERVOS]> {
+    fn fail(&mut self, event: Event, out: &mut Output) -> Option<[f64; MAX_SERVOS]> {
         self.go(Events::of(&[event]), out);
         Some(self.last_goal)
     }
 
     /// The rate limit against the last goal, then the joint limits; becomes the last goal.
-    fn limit(&mut self, goal: [f64; NUM_SERVOS], limited: &mut u32) -> [f64; NUM_SERVOS] {
+    fn limit(&mut self, goal: [f64; MAX_SERVOS], limited: &mut u32) -> [f64; MAX_SERVOS] {
         let step = self.cfg.max_joint_speed / self.cfg.rate_hz;
         let mut g = goal;
         clawrl_robot::rate::limit_rate(&mut g, &self.last_goal, step);
@@ -396,11 +403,11 @@ impl<P: Act> Controller<P> {
     }
 }
 
-fn lerp(a: &[f64; NUM_SERVOS], b: &[f64; NUM_SERVOS], t: f64) -> [f64; NUM_SERVOS] {
+fn lerp(a: &[f64; MAX_SERVOS], b: &[f64; MAX_SERVOS], t: f64) -> [f64; MAX_SERVOS] {
     std::array::from_fn(|i| a[i] + (b[i] - a[i]) * t)
 }
 
-fn clamp_to(x: &[f64; NUM_SERVOS], limits: &[[f64; 2]; NUM_SERVOS]) -> [f64; NUM_SERVOS] {
+fn clamp_to(x: &[f64; MAX_SERVOS], limits: &[[f64; 2]; MAX_SERVOS]) -> [f64; MAX_SERVOS] {
     std::array::from_fn(|i| {
         let [lo, hi] = limits[i];
         // A non-finite reading becomes the limit's middle: never a command outside.

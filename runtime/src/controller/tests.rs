@@ -1,6 +1,6 @@
 use std::cell::Cell;
 
-use clawrl_robot::quadruped::JOINT_LIMITS;
+use clawrl_robot::quadruped::{DEFAULT_POSE, JOINT_LIMITS, NUM_SERVOS, REST_POSE};
 
 use super::*;
 use crate::synthetic;
@@ -37,6 +37,7 @@ fn cfg() -> SafetyConfig {
         heading_gain: 0.0,
         heading_yaw_limit: 0.0,
         stand_grip: 0.0,
+        poses: Poses::quadruped(),
     }
 }
 
@@ -781,7 +782,7 @@ fn the_last_action_in_the_observation_is_clipped_both_ways() {
 /// fade-in starts from there (a robot on a slope holds on until the policy has it).
 #[test]
 fn the_stand_shuts_the_claws_to_the_stand_grip_and_fades_in_from_there() {
-    let pose = super::with_grip(DEFAULT_POSE, 1.2);
+    let pose = Poses::quadruped().stand_with_grip(1.2);
     let mut c = controller_with(
         0.3,
         None,
@@ -810,11 +811,11 @@ fn the_stand_shuts_the_claws_to_the_stand_grip_and_fades_in_from_there() {
         "the fade-in starts on the stand pose"
     );
     assert_eq!(
-        super::with_grip(DEFAULT_POSE, 5.0),
+        Poses::quadruped().stand_with_grip(5.0),
         pose,
         "a grip past the claw's range is clamped"
     );
-    assert_eq!(super::with_grip(DEFAULT_POSE, 0.0), DEFAULT_POSE);
+    assert_eq!(Poses::quadruped().stand_with_grip(0.0), DEFAULT_POSE);
 }
 
 /// `heading_gain`: the yaw command the policy sees steers back to the heading the body had

@@ -75,6 +75,13 @@ pub struct CommandConfig {
     /// written before the key existed).
     #[serde(default)]
     pub heading_gain: f64,
+    /// legged_gym's small-command cut, per part: a draw whose planar speed is under
+    /// `deadband[0]` (m/s) walks no planar speed, one whose yaw rate is under `deadband[1]`
+    /// (rad/s) turns not at all. Between "stand" and the slowest walk there is then a gap, so
+    /// the policy cannot treat a zero command as a very slow one. [0, 0] (no cut) in configs
+    /// written before the key existed.
+    #[serde(default)]
+    pub deadband: [f64; 2],
 }
 
 fn all_kept() -> [f64; 3] {
@@ -323,6 +330,8 @@ impl Validate for TaskConfig {
             check_range(&format!("command.keep_probability ({axis})"), p, 0.0, 1.0)?;
         }
         check_range("command.heading_gain", c.heading_gain, 0.0, 10.0)?;
+        check_range("command.deadband (speed)", c.deadband[0], 0.0, 3.0)?;
+        check_range("command.deadband (yaw)", c.deadband[1], 0.0, 5.0)?;
 
         check_range(
             "terrain.slope_probability",

@@ -373,7 +373,11 @@ impl QuadrupedEnv {
             let kept = self.rng.random::<f64>() < c.keep_probability[i];
             if kept { v } else { 0.0 }
         });
-        self.command = if zero { [0.0; 3] } else { draw };
+        self.command = if zero {
+            [0.0; 3]
+        } else {
+            cut_small(draw, c.deadband)
+        };
         self.next_resample = self.data.time() + uniform(&mut self.rng, c.resample_seconds);
         if c.heading_gain > 0.0 {
             // The yaw draw only says whether to turn: the turn itself is a new heading.
@@ -913,10 +917,32 @@ impl QuadrupedEnv {
     }
 }
 
+/// A drawn command with its small parts cut to zero (`command.deadband`): planar speed under
+/// `band[0]`, yaw rate under `band[1]`.
+fn cut_small(mut c: [f64; 3], band: [f64; 2]) -> [f64; 3] {
+    if c[0].hypot(c[1]) < band[0] {
+        (c[0], c[1]) = (0.0, 0.0);
+    }
+    if c[2].abs() < band[1] {
+        c[2] = 0.0;
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::f64::consts::PI;
+
+    #[test]
+    fn the_deadband_cuts_each_small_part_and_keeps_the_rest() {
+        let band = [0.1, 0.2];
+        assert_eq!(cut_small([0.05, 0.05, 0.5], band), [0.0, 0.0, 0.5]);
+        assert_eq!(cut_small([0.3, 0.0, 0.1], band), [0.3, 0.0, 0.0]);
+        assert_eq!(cut_small([0.05, 0.0, -0.1], band), [0.0; 3]);
+        assert_eq!(cut_small([0.08, 0.08, -0.2], band), [0.08, 0.08, -0.2]);
+        assert_eq!(cut_small([0.01, 0.0, 0.01], [0.0, 0.0]), [0.01, 0.0, 0.01]);
+    }
 
     /// The curriculum's progress: velocity seen from the target heading. A body half a turn
     /// off its heading, walking its own forward, goes backwards; a quarter turn left of it
