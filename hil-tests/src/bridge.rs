@@ -296,6 +296,9 @@ impl Loop {
             let (_, event) = self.events.pop().expect("checked");
             match event {
                 Event::Push(dv) => self.board.plant_mut().env_mut().push_base(dv),
+                Event::Command { to, seq, velocity } => {
+                    crate::line::send_command(to, seq, velocity)
+                }
                 Event::EStop => {
                     let _ = self
                         .board

@@ -28,6 +28,28 @@ pub enum Event {
     Push([f64; 2]),
     /// The e-stop button wired to the board.
     EStop,
+    /// A velocity command datagram (runtime/src/command/datagram.rs, what `clawrl teleop`
+    /// sends) over a real UDP socket to the runtime's `[command] listen` address.
+    Command {
+        to: std::net::SocketAddr,
+        seq: u32,
+        velocity: [f64; 3],
+    },
+}
+
+/// Sends one command datagram to `to`. On loopback the datagram is in the runtime's socket
+/// before this returns, so in lockstep the runtime's next cycle sees it, at any load. A send
+/// that fails is what UDP may do; the runtime's command guard copes, and the run shows it.
+pub fn send_command(to: std::net::SocketAddr, seq: u32, velocity: [f64; 3]) {
+    use clawrl_runtime::command::datagram::Datagram;
+    let d = Datagram {
+        seq,
+        flags: 0,
+        velocity: velocity.map(|v| v as f32),
+    };
+    if let Ok(socket) = std::net::UdpSocket::bind(("127.0.0.1", 0)) {
+        let _ = socket.send_to(&d.encode(), to);
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -405,6 +405,9 @@ impl RealLoop {
             match event {
                 Event::Push(dv) => self.body.env_mut().push_base(dv),
                 Event::EStop => self.board.command(board::command::ESTOP)?,
+                Event::Command { to, seq, velocity } => {
+                    crate::line::send_command(to, seq, velocity)
+                }
             }
         }
         self.published

@@ -70,6 +70,9 @@ pub fn scenario_text(o: &Outcome, cmp: Option<&Comparison>, checks: &[Check]) ->
             c.velocity_error_gap() * 100.0
         );
     }
+    if o.scenario.kind == crate::scenario::Kind::Teleop {
+        s.push_str(&teleop_text(&crate::scenario::teleop_figures(o)));
+    }
     let sim_s = t.seconds();
     let _ = writeln!(
         s,
@@ -91,6 +94,26 @@ pub fn scenario_text(o: &Outcome, cmp: Option<&Comparison>, checks: &[Check]) ->
         sim_s / t.wall.as_secs_f64().max(1e-9),
         t.physics_steps,
         t.free_run_periods
+    );
+    s
+}
+
+/// A teleop run's figures: per segment the command and the body's mean velocity (and how far
+/// the torso moved: a stand's drift), then the cut.
+fn teleop_text(f: &crate::scenario::TeleopFigures) -> String {
+    let mut s = String::from("  teleop figures:");
+    for (g, v, moved) in &f.segments {
+        let c = g.velocity;
+        let _ = write!(
+            s,
+            " [{:.0}-{:.0} s ({:.2}, {:.2}, {:.2}): ({:.2}, {:.2}, {:.2}), moved {:.2} m]",
+            g.from_s, g.until_s, c[0], c[1], c[2], v[0], v[1], v[2], moved
+        );
+    }
+    let _ = writeln!(
+        s,
+        "; cut: command zero after {:.2?} s, stop after {:.2?} s; command to the policy in at most {:?} period(s)",
+        f.zero_after_cut_s, f.halt_after_cut_s, f.command_latency_periods
     );
     s
 }

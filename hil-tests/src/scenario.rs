@@ -1,6 +1,7 @@
 //! Scenarios: the runtime (its real `run`, in this process) on the bridge's port, the board
 //! and the body behind it, a fault plan and events, and what came out. Each scenario's pass
 //! condition lives with its test (tests/scenarios.rs); this module runs them and measures.
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -37,13 +38,19 @@ pub enum Kind {
     BadInstall,
     /// Walking up or down a tilted floor ([`Scenario::floor`]): the slope student's task.
     Slope,
+    /// Driven live over UDP ([`Scenario::teleop`]), then the stream cut: the runtime's command
+    /// guard stands the robot and starts the stop sequence.
+    Teleop,
 }
 
 impl Kind {
     /// The policy keeps control to the end (the others stop the robot on purpose): the
     /// walking checks apply and the run is compared with the pure simulation.
     pub fn walks(self) -> bool {
-        !matches!(self, Kind::LinkLoss | Kind::EStop | Kind::NoisyLinkStops)
+        !matches!(
+            self,
+            Kind::LinkLoss | Kind::EStop | Kind::NoisyLinkStops | Kind::Teleop
+        )
     }
 
     /// How many seeds a run covers, from the first. The walk over 16: whether a student sets
@@ -80,7 +87,34 @@ pub struct Scenario {
     pub bad_install_at: Option<f64>,
     /// The floor the body stands on, over the task's (a slope scenario's); `None`: the task's.
     pub floor: Option<Floor>,
+    /// A live drive: each segment's command streamed over UDP once per control period into the
+    /// runtime's network source (`[command] source = "network"`), from the runtime's start
+    /// (before the takeover: segment times may be negative) to the last segment's end, where
+    /// the stream is cut. Empty: the fixed `command`.
+    pub teleop: Vec<Segment>,
 }
+
+/// One stretch of a live drive, in seconds after the policy takes over.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segment {
+    pub from_s: f64,
+    pub until_s: f64,
+    /// Forward m/s, lateral m/s, yaw rad/s.
+    pub velocity: [f64; 3],
+}
+
+impl Segment {
+    /// Whether it asks the robot to move (a zero segment asks it to stand).
+    pub fn moves(&self) -> bool {
+        self.velocity.iter().any(|v| *v != 0.0)
+    }
+}
+
+/// The command guard the teleop scenario runs with: no datagram for 0.3 s and the command
+/// ramps to zero, standing 1 s more and the stop; commands change at most 1 m/s and 2 rad/s
+/// per second, inside the task's ranges.
+pub const TELEOP_TIMEOUT_S: f64 = 0.3;
+pub const TELEOP_STOP_AFTER_S: f64 = 1.0;
 
 /// A fixed floor: its tilt, its friction and which way the robot faces on it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -141,7 +175,13 @@ impl Scenario {
             events: Vec::new(),
             bad_install_at: None,
             floor: None,
+            teleop: Vec::new(),
         }
+    }
+
+    /// When the teleop stream is cut (s after the takeover), if the scenario drives live.
+    pub fn cut_s(&self) -> Option<f64> {
+        self.teleop.last().map(|s| s.until_s)
     }
 
     /// The task this scenario's body runs: the setup's, on the scenario's floor if it has one.
@@ -246,6 +286,75 @@ pub fn scenarios() -> Vec<Scenario> {
     v
 }
 
+/// Driven live (issue 42): not in [`scenarios`], as the claw-foot student does not walk
+/// backwards or sideways from a stand in the loop (BENCHMARKS.md, "The teleop scenario");
+/// pup12's does. Run by name.
+pub fn driven_scenarios() -> Vec<Scenario> {
+    vec![teleop()]
+}
+
+/// Issue 42's scripted drive: forward, a turn in place, a stand, backwards, sideways, then the
+/// stream cut (zero from the runtime's start until the takeover, as an operator's stream is).
+fn teleop() -> Scenario {
+    let mut s = Scenario::new(
+        Kind::Teleop,
+        "teleop",
+        "driven over UDP: 0.3 m/s, turn 0.5 rad/s, stand, -0.2 m/s, 0.15 m/s sideways, then the stream cut",
+        [0.0; 3],
+        23.0,
+    );
+    let script = [
+        (-100.0, 0.0, [0.0; 3]),
+        (0.0, 4.0, [0.3, 0.0, 0.0]),
+        (4.0, 8.0, [0.0, 0.0, 0.5]),
+        (8.0, 11.0, [0.0; 3]),
+        (11.0, 15.0, [-0.2, 0.0, 0.0]),
+        (15.0, 19.0, [0.0, 0.15, 0.0]),
+    ];
+    s.teleop = (script.iter())
+        .map(|&(from_s, until_s, velocity)| Segment {
+            from_s,
+            until_s,
+            velocity,
+        })
+        .collect();
+    s
+}
+
+/// The teleop stream as bridge events: one datagram per control period while a segment lasts,
+/// sequence numbers rising.
+fn teleop_events(
+    s: &Scenario,
+    to: SocketAddr,
+    policy_from_s: f64,
+    period_s: f64,
+) -> Vec<(f64, Event)> {
+    let Some(cut) = s.cut_s() else {
+        return Vec::new();
+    };
+    let mut events = Vec::new();
+    let mut k = 0u32;
+    loop {
+        let t = f64::from(k) * period_s;
+        let rel = t - policy_from_s;
+        if rel >= cut {
+            return events;
+        }
+        if let Some(seg) = s.teleop.iter().find(|g| g.from_s <= rel && rel < g.until_s) {
+            let velocity = seg.velocity;
+            events.push((
+                t,
+                Event::Command {
+                    to,
+                    seq: k + 1,
+                    velocity,
+                },
+            ));
+        }
+        k += 1;
+    }
+}
+
 /// The slope student's scenarios (issue 31): walking at 0.3 m/s up and down a 20 degree floor
 /// at friction 0.4, the slipperiest the task draws, where open claws slide. Not in
 /// [`scenarios`]: the flat student is not made for them; run them by name with a slope
@@ -275,7 +384,10 @@ pub fn slope_scenarios() -> Vec<Scenario> {
 }
 
 pub fn by_name(name: &str) -> Result<Scenario> {
-    let all: Vec<Scenario> = scenarios().into_iter().chain(slope_scenarios()).collect();
+    let all: Vec<Scenario> = (scenarios().into_iter())
+        .chain(slope_scenarios())
+        .chain(driven_scenarios())
+        .collect();
     match all.iter().find(|s| s.name == name) {
         Some(s) => Ok(s.clone()),
         None => bail!(
@@ -357,8 +469,15 @@ pub struct Outcome {
     pub bundle_installed: PathBuf,
 }
 
-/// The runtime config for the bridge's port, with `clock` and the command.
-fn runtime_config(setup: &Setup, port: &Path, s: &Scenario) -> Result<RuntimeConfig> {
+/// The runtime config for the bridge's port, with `clock` and the command; a teleop scenario's
+/// runtime listens for command datagrams on `command_port` (the config's own `[command]`
+/// section, written here: an override cannot add a section the file lacks).
+fn runtime_config(
+    setup: &Setup,
+    port: &Path,
+    s: &Scenario,
+    command_port: Option<u16>,
+) -> Result<RuntimeConfig> {
     let command = s.command;
     let clock = match setup.clocking {
         Clocking::Lockstep => "lockstep",
@@ -398,7 +517,30 @@ fn runtime_config(setup: &Setup, port: &Path, s: &Scenario) -> Result<RuntimeCon
         sets.push(format!("safety.stand_grip={}", Floor::STAND_GRIP));
         sets.push(format!("control.heading_gain={}", Floor::HEADING_GAIN));
     }
-    Ok(RuntimeConfig::load(&setup.runtime_config, &sets)?)
+    let mut cfg = RuntimeConfig::load(&setup.runtime_config, &sets)?;
+    if let Some(p) = command_port {
+        let section = serde_json::json!({
+            "source": "network",
+            "listen": format!("127.0.0.1:{p}"),
+            "timeout_s": TELEOP_TIMEOUT_S,
+            "stop_after_s": TELEOP_STOP_AFTER_S,
+            "max_rate": [1.0, 1.0, 2.0],
+            "ranges": [[-0.2, 0.4], [-0.2, 0.2], [-0.8, 0.8]],
+        });
+        let section: clawrl_runtime::config::CommandSection = serde_json::from_value(section)?;
+        section
+            .validate()
+            .map_err(|e| anyhow::anyhow!("[command]: {e:?}"))?;
+        cfg.command = Some(section);
+    }
+    Ok(cfg)
+}
+
+/// A free UDP port on loopback for a teleop scenario's runtime to listen on.
+fn free_udp_port() -> Result<u16> {
+    Ok(std::net::UdpSocket::bind(("127.0.0.1", 0))?
+        .local_addr()?
+        .port())
 }
 
 /// Installs `bundle` into the config's slots, checked against the config's robot as
@@ -431,7 +573,12 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
     // Before anything moves: a bundle that is unreadable or for another robot stops here.
     let b = clawrl_bundle::read(&setup.bundle, &clawrl_bundle::Trust::default())
         .with_context(|| format!("bundle {}", setup.bundle.display()))?;
-    let probe = runtime_config(setup, &setup.dir.join("board.tty"), s)?;
+    let command_port = if s.teleop.is_empty() {
+        None
+    } else {
+        Some(free_udp_port()?)
+    };
+    let probe = runtime_config(setup, &setup.dir.join("board.tty"), s, command_port)?;
     let (firmware, body_wiring) = wiring(&probe, &setup.miswiring)?;
     let believed = Wiring::of_board(&firmware);
     clawrl_runtime::install::check_bundle(&b, &probe.robot_spec())?;
@@ -442,16 +589,20 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
         ..w.clone()
     };
     let lockstep = Arc::new(Lockstep::new());
+    let mut events: Vec<(f64, Event)> = (s.events.iter())
+        .map(|(t, e)| (t + policy_from_s, e.clone()))
+        .collect();
+    if let Some(p) = command_port {
+        let to = SocketAddr::from(([127, 0, 0, 1], p));
+        let period_s = 1.0 / probe.control.rate_hz;
+        events.extend(teleop_events(s, to, policy_from_s, period_s));
+    }
     let bridge_cfg = BridgeConfig {
         clocking: setup.clocking,
         period_us: (1e6 / probe.control.rate_hz).round() as u64,
         faults: s.faults.iter().map(shift).collect(),
         fault_seed: setup.seed,
-        events: s
-            .events
-            .iter()
-            .map(|(t, e)| (t + policy_from_s, e.clone()))
-            .collect(),
+        events,
         lockstep: lockstep.clone(),
     };
     let (task, seed) = (s.task(&setup.task), setup.seed);
@@ -465,7 +616,7 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
             Bridge::spawn_real(&setup.dir, b, body, bridge_cfg)?
         }
     };
-    let cfg = runtime_config(setup, bridge.port(), s)?;
+    let cfg = runtime_config(setup, bridge.port(), s, command_port)?;
     let bundle = install(&cfg, &setup.bundle).context("installing the bundle")?;
     let opts = RunOptions {
         bundle: bundle.clone(),
@@ -519,7 +670,7 @@ pub fn check_wiring(s: &Scenario, setup: &Setup) -> Result<(String, bool)> {
         dir: std::fs::canonicalize(&setup.dir)?,
         ..setup.clone()
     };
-    let probe = runtime_config(setup, &setup.dir.join("board.tty"), s)?;
+    let probe = runtime_config(setup, &setup.dir.join("board.tty"), s, None)?;
     let (firmware, body_wiring) = wiring(&probe, &setup.miswiring)?;
     let believed = Wiring::of_board(&firmware);
     let lockstep = Arc::new(Lockstep::new());
@@ -534,7 +685,7 @@ pub fn check_wiring(s: &Scenario, setup: &Setup) -> Result<(String, bool)> {
     let (task, seed) = (s.task(&setup.task), setup.seed);
     let body = move || Ok(MujocoBody::new(&task, seed, body_wiring, believed)?);
     let bridge = Bridge::spawn(&setup.dir, firmware, body, bridge_cfg)?;
-    let cfg = runtime_config(setup, bridge.port(), s)?;
+    let cfg = runtime_config(setup, bridge.port(), s, None)?;
     let pose = clawrl_runtime::wiring::Pose::Stand;
     let checked = clawrl_runtime::run::check_wiring(&cfg, pose, Some(lockstep));
     bridge.finish()?;
@@ -611,7 +762,7 @@ impl Comparison {
 /// the policy takes over at `policy_from_s`.
 pub fn reference(s: &Scenario, setup: &Setup) -> Result<(Vec<Pose>, f64)> {
     let bundle = clawrl_bundle::read(&setup.bundle, &clawrl_bundle::Trust::default())?;
-    let cfg = runtime_config(setup, &setup.dir.join("board.tty"), s)?;
+    let cfg = runtime_config(setup, &setup.dir.join("board.tty"), s, None)?;
     let policy_from_s = cfg.safety.stand_s + cfg.safety.fade_s;
     let events: Vec<(f64, Event)> = s
         .events
@@ -950,6 +1101,7 @@ pub fn checks(o: &Outcome) -> Vec<Check> {
             v.push(check("the installed bundle is still the good one", kept));
         }
         Kind::Slope => v.extend(s.floor.and_then(|f| slope_check(&f, o))),
+        Kind::Teleop => v.extend(teleop_checks(o)),
         Kind::Walk | Kind::Turn | Kind::Push => {}
     }
     v
@@ -999,4 +1151,163 @@ pub fn run_and_check(
     };
     let checks = checks(&o);
     Ok((o, cmp, checks))
+}
+
+/// What a teleop run did, per segment and at the cut (BENCHMARKS.md's teleop table).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TeleopFigures {
+    /// Per segment after the takeover: its command, and the body's mean forward, lateral and
+    /// yaw velocity over it from [`SETTLE_S`] after its start (the command ramps, the gait
+    /// changes), and the distance the torso moved over that window (a stand's drift).
+    pub segments: Vec<(Segment, [f64; 3], f64)>,
+    /// From the cut to the first cycle whose command is zero on every axis (s).
+    pub zero_after_cut_s: Option<f64>,
+    /// From the cut to the stop sequence (Halting) (s).
+    pub halt_after_cut_s: Option<f64>,
+    /// From a segment's first datagram to the first cycle whose command moved toward it, in
+    /// control periods: the largest over the segments.
+    pub command_latency_periods: Option<u64>,
+}
+
+/// Seconds into a segment before its tracking is measured.
+pub const SETTLE_S: f64 = 1.0;
+/// The body's mean velocity over a moving segment within this of the command, per axis
+/// (m/s; rad/s for yaw, [`TELEOP_YAW_ALLOWANCE`]).
+pub const TELEOP_ALLOWANCE: f64 = 0.1;
+pub const TELEOP_YAW_ALLOWANCE: f64 = 0.2;
+
+/// A teleop run's figures from the body's samples and the runtime's telemetry log.
+pub fn teleop_figures(o: &Outcome) -> TeleopFigures {
+    let s = &o.scenario;
+    let segments = (s.teleop.iter())
+        .filter(|g| g.until_s > 0.0)
+        .map(|g| {
+            let (from, until) = (
+                o.policy_from_s + g.from_s + SETTLE_S,
+                o.policy_from_s + g.until_s,
+            );
+            let window: Vec<_> = (o.trace.samples.iter())
+                .filter(|p| p.t >= from && p.t <= until)
+                .collect();
+            let n = window.len().max(1) as f64;
+            let mean = |f: &dyn Fn(&crate::line::Sample) -> f64| {
+                window.iter().map(|p| f(p)).sum::<f64>() / n
+            };
+            let v = [
+                mean(&|p| p.base_lin_vel[0]),
+                mean(&|p| p.base_lin_vel[1]),
+                mean(&|p| p.yaw_rate),
+            ];
+            let moved = match (window.first(), window.last()) {
+                (Some(a), Some(b)) => {
+                    (b.base_pos[0] - a.base_pos[0]).hypot(b.base_pos[1] - a.base_pos[1])
+                }
+                _ => f64::NAN,
+            };
+            (*g, v, moved)
+        })
+        .collect();
+    let (zero, halt, latency) = match (&o.summary.log, s.cut_s()) {
+        (Some(log), Some(cut)) => {
+            from_log(log, o.policy_from_s, cut, &s.teleop).unwrap_or((None, None, None))
+        }
+        _ => (None, None, None),
+    };
+    TeleopFigures {
+        segments,
+        zero_after_cut_s: zero,
+        halt_after_cut_s: halt,
+        command_latency_periods: latency,
+    }
+}
+
+/// From the runtime's telemetry: when the command reached zero and the stop began after the
+/// cut, and how many periods each segment's command took to reach the policy.
+fn from_log(
+    log: &Path,
+    policy_from_s: f64,
+    cut: f64,
+    segments: &[Segment],
+) -> Result<(Option<f64>, Option<f64>, Option<u64>)> {
+    let mut r = clawrl_runtime::telemetry::LogReader::open(log).map_err(anyhow::Error::msg)?;
+    let rate = r.header.safety.rate_hz;
+    let at = clawrl_robot::observation::Offsets::for_servos(r.header.safety.poses.count).command;
+    let cut_t = policy_from_s + cut;
+    let (mut zero, mut halt) = (None, None);
+    let mut commands: Vec<(f64, [f64; 3])> = Vec::new();
+    while let Some(rec) = r.next_record().map_err(anyhow::Error::msg)? {
+        let t = rec.cycle as f64 / rate;
+        if rec.output.policy_ran {
+            let c = &rec.output.frame[at..at + 3];
+            let c = [f64::from(c[0]), f64::from(c[1]), f64::from(c[2])];
+            commands.push((t, c));
+            if t >= cut_t && zero.is_none() && c == [0.0; 3] {
+                zero = Some(t - cut_t);
+            }
+        }
+        if t >= cut_t && halt.is_none() && rec.output.phase == Phase::Halting {
+            halt = Some(t - cut_t);
+        }
+    }
+    // A segment's command reaches the policy when the command first moves toward it.
+    let mut latency: Option<u64> = None;
+    for w in segments.windows(2) {
+        let (prev, next) = (w[0].velocity, w[1].velocity);
+        let start = policy_from_s + w[1].from_s;
+        let toward = |c: &[f64; 3]| {
+            (0..3).any(|i| next[i] != prev[i] && (c[i] - prev[i]) * (next[i] - prev[i]) > 0.0)
+        };
+        if let Some((t, _)) = commands
+            .iter()
+            .find(|(t, c)| *t > start - 1e-9 && toward(c))
+        {
+            let periods = ((t - start) * rate).round() as u64;
+            latency = Some(latency.map_or(periods, |l| l.max(periods)));
+        }
+    }
+    Ok((zero, halt, latency))
+}
+
+/// Each moving segment tracked, the cut stood the robot within 0.5 s and started the stop, the
+/// policy ran without a fault and did not fall.
+fn teleop_checks(o: &Outcome) -> Vec<Check> {
+    let f = teleop_figures(o);
+    let phases = &o.summary.phases;
+    let mut v = vec![check(
+        "the policy took over (Running)",
+        phases.contains(&Phase::Running),
+    )];
+    let cut = o.policy_from_s + o.scenario.cut_s().unwrap_or(0.0);
+    let fell =
+        (o.trace.samples.iter()).any(|p| p.fallen && p.t >= o.policy_from_s && p.t <= cut + 1.0);
+    v.push(check("the robot did not fall", !fell));
+    for (g, mean, _) in f.segments.iter().filter(|(g, _, _)| g.moves()) {
+        let c = g.velocity;
+        let held = (mean[0] - c[0]).abs() <= TELEOP_ALLOWANCE
+            && (mean[1] - c[1]).abs() <= TELEOP_ALLOWANCE
+            && (mean[2] - c[2]).abs() <= TELEOP_YAW_ALLOWANCE;
+        v.push(check(
+            format!(
+                "{:.0}-{:.0} s, command ({:.2}, {:.2}, {:.2}): the body moved at ({:.2}, {:.2}, {:.2}) (within {TELEOP_ALLOWANCE} m/s, {TELEOP_YAW_ALLOWANCE} rad/s)",
+                g.from_s, g.until_s, c[0], c[1], c[2], mean[0], mean[1], mean[2]
+            ),
+            held,
+        ));
+    }
+    let zero = f.zero_after_cut_s;
+    v.push(check(
+        format!(
+            "the cut stream stood the robot: command zero {zero:.2?} s after the cut (at most 0.5)"
+        ),
+        zero.is_some_and(|z| z <= 0.5),
+    ));
+    let halt = f.halt_after_cut_s;
+    let due = TELEOP_TIMEOUT_S + TELEOP_STOP_AFTER_S + 0.5;
+    let halting = phases.iter().position(|p| *p == Phase::Halting);
+    let stop = &phases[halting.unwrap_or(phases.len())..];
+    v.push(check(
+        format!("then the stop sequence, {halt:.2?} s after the cut (at most {due:.1}), with no fault ({stop:?})"),
+        halt.is_some_and(|h| h <= due) && stop == [Phase::Halting, Phase::FadeOut, Phase::Lowering, Phase::Off],
+    ));
+    v
 }

@@ -174,7 +174,7 @@ impl CommandSection {
         }
     }
 
-    fn validate(&self) -> Result<(), KeyError> {
+    pub fn validate(&self) -> Result<(), KeyError> {
         if !["fixed", "network", "gamepad"].contains(&self.source.as_str()) {
             return Err(KeyError::new(
                 "command.source",

@@ -63,6 +63,10 @@ pub fn run(a: Args) -> Result<()> {
         for s in scenario::slope_scenarios() {
             println!("{:12} {}", s.name, s.about);
         }
+        println!("driven live over UDP (not run by default):");
+        for s in scenario::driven_scenarios() {
+            println!("{:12} {}", s.name, s.about);
+        }
         return Ok(());
     }
     let chosen = if a.scenarios.is_empty() {
