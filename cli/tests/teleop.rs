@@ -69,3 +69,58 @@ fn a_fixed_command_needs_its_seconds_and_a_bad_address_is_named() {
     assert_eq!(code, Some(1));
     assert!(err.contains("--to \"robot\": not a host and port"), "{err}");
 }
+
+/// `clawrl hil --teleop PORT`: a person (here `clawrl teleop` with a fixed command, started
+/// first) drives the simulated pup12 in real time through the runtime's network source; the
+/// drive walks it, and the runtime stops it when the drive's time is up.
+#[test]
+fn clawrl_teleop_drives_the_simulated_robot_in_hil() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let to = format!("127.0.0.1:{port}");
+    let mut sender = Command::new(env!("CARGO_BIN_EXE_clawrl"))
+        .args([
+            "teleop",
+            "--to",
+            &to,
+            "--forward",
+            "0.25",
+            "--seconds",
+            "30",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_clawrl"))
+        .current_dir(&repo)
+        .env("RAYON_NUM_THREADS", "1")
+        .args(["hil", "--bundle", "hil-tests/fixtures/pup12_student.clawrl"])
+        .args(["--task-config", "configs/task/pup12_flat.toml"])
+        .args(["--runtime-config", "configs/runtime/pup12.toml"])
+        .args(["--teleop", &port.to_string(), "--drive-seconds", "3"])
+        .args(["--out", out_dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = sender.kill();
+    let _ = sender.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("verdict: drive (seed 1): PASS"), "{stdout}");
+    let travelled: f64 = stdout
+        .split("the torso travelled ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("no drive figures: {stdout}"));
+    // 3 s at 0.25 m/s, then the halt: at least a third of it.
+    assert!(travelled > 0.3, "{travelled} m: {stdout}");
+}

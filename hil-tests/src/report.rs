@@ -101,6 +101,13 @@ pub fn scenario_text(o: &Outcome, cmp: Option<&Comparison>, checks: &[Check]) ->
 /// A teleop run's figures: per segment the command and the body's mean velocity (and how far
 /// the torso moved: a stand's drift), then the cut.
 fn teleop_text(f: &crate::scenario::TeleopFigures) -> String {
+    let v = f.mean_velocity;
+    if f.segments.is_empty() {
+        return format!(
+            "  drive figures: the torso travelled {:.2} m from the takeover, at a mean ({:.2} m/s, {:.2} m/s, {:.2} rad/s)\n",
+            f.travelled_m, v[0], v[1], v[2]
+        );
+    }
     let mut s = String::from("  teleop figures:");
     for (g, v, moved) in &f.segments {
         let c = g.velocity;

@@ -92,6 +92,9 @@ pub struct Scenario {
     /// (before the takeover: segment times may be negative) to the last segment's end, where
     /// the stream is cut. Empty: the fixed `command`.
     pub teleop: Vec<Segment>,
+    /// The runtime listens for command datagrams on this loopback port (a person driving with
+    /// `clawrl teleop`); `None`: a free port when `teleop` has segments.
+    pub listen: Option<u16>,
 }
 
 /// One stretch of a live drive, in seconds after the policy takes over.
@@ -176,6 +179,7 @@ impl Scenario {
             bad_install_at: None,
             floor: None,
             teleop: Vec::new(),
+            listen: None,
         }
     }
 
@@ -291,6 +295,21 @@ pub fn scenarios() -> Vec<Scenario> {
 /// pup12's does. Run by name.
 pub fn driven_scenarios() -> Vec<Scenario> {
     vec![teleop()]
+}
+
+/// A person drives (`clawrl hil --teleop PORT`): the runtime listens on `port` for `seconds` of
+/// policy control, no script; start `clawrl teleop --to 127.0.0.1:PORT` first, as the guard
+/// stops a robot that hears nothing.
+pub fn live_drive(port: u16, seconds: f64) -> Scenario {
+    let mut s = Scenario::new(
+        Kind::Teleop,
+        "drive",
+        "driven by a person over UDP (clawrl teleop)",
+        [0.0; 3],
+        seconds,
+    );
+    s.listen = Some(port);
+    s
 }
 
 /// Issue 42's scripted drive: forward, a turn in place, a stand, backwards, sideways, then the
@@ -495,6 +514,8 @@ fn runtime_config(
         format!("serial.answer_timeout_ms={answer_timeout_ms}"),
         "serial.reconnect_ms=50".into(),
         "control.realtime_priority=0".into(),
+        // The report says what a status line would, once per scenario.
+        "control.status_every_s=0".into(),
         "control.cpu=-1".into(),
         format!("control.clock={clock:?}"),
         format!(
@@ -573,10 +594,10 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
     // Before anything moves: a bundle that is unreadable or for another robot stops here.
     let b = clawrl_bundle::read(&setup.bundle, &clawrl_bundle::Trust::default())
         .with_context(|| format!("bundle {}", setup.bundle.display()))?;
-    let command_port = if s.teleop.is_empty() {
-        None
-    } else {
-        Some(free_udp_port()?)
+    let command_port = match s.listen {
+        Some(p) => Some(p),
+        None if !s.teleop.is_empty() => Some(free_udp_port()?),
+        None => None,
     };
     let probe = runtime_config(setup, &setup.dir.join("board.tty"), s, command_port)?;
     let (firmware, body_wiring) = wiring(&probe, &setup.miswiring)?;
@@ -1167,6 +1188,10 @@ pub struct TeleopFigures {
     /// From a segment's first datagram to the first cycle whose command moved toward it, in
     /// control periods: the largest over the segments.
     pub command_latency_periods: Option<u64>,
+    /// Over the whole drive from the takeover: the torso's straight-line travel (m) and its
+    /// mean forward, lateral and yaw velocity (what a person's drive reports).
+    pub travelled_m: f64,
+    pub mean_velocity: [f64; 3],
 }
 
 /// Seconds into a segment before its tracking is measured.
@@ -1213,11 +1238,27 @@ pub fn teleop_figures(o: &Outcome) -> TeleopFigures {
         }
         _ => (None, None, None),
     };
+    let driven: Vec<_> = (o.trace.samples.iter())
+        .filter(|p| p.t >= o.policy_from_s)
+        .collect();
+    let n = driven.len().max(1) as f64;
+    let mean =
+        |f: &dyn Fn(&crate::line::Sample) -> f64| driven.iter().map(|p| f(p)).sum::<f64>() / n;
+    let travelled_m = match (driven.first(), driven.last()) {
+        (Some(a), Some(b)) => (b.base_pos[0] - a.base_pos[0]).hypot(b.base_pos[1] - a.base_pos[1]),
+        _ => 0.0,
+    };
     TeleopFigures {
         segments,
         zero_after_cut_s: zero,
         halt_after_cut_s: halt,
         command_latency_periods: latency,
+        travelled_m,
+        mean_velocity: [
+            mean(&|p| p.base_lin_vel[0]),
+            mean(&|p| p.base_lin_vel[1]),
+            mean(&|p| p.yaw_rate),
+        ],
     }
 }
 
@@ -1277,7 +1318,11 @@ fn teleop_checks(o: &Outcome) -> Vec<Check> {
         "the policy took over (Running)",
         phases.contains(&Phase::Running),
     )];
-    let cut = o.policy_from_s + o.scenario.cut_s().unwrap_or(0.0);
+    // A person's drive has no script: what it did is in the report's figures and pictures.
+    let Some(cut_s) = o.scenario.cut_s() else {
+        return v;
+    };
+    let cut = o.policy_from_s + cut_s;
     let fell =
         (o.trace.samples.iter()).any(|p| p.fallen && p.t >= o.policy_from_s && p.t <= cut + 1.0);
     v.push(check("the robot did not fall", !fell));

@@ -322,6 +322,15 @@ pub struct ControlConfig {
     /// without one: hardware-in-the-loop with a simulated body, whose time advances one
     /// control period per cycle).
     pub clock: String,
+    /// One status line this often (s): phase, command, the IMU's yaw rate, late cycles, link
+    /// drops. 0: none (HIL runs, where the report says it all). 1 in configs written before
+    /// the key.
+    #[serde(default = "default_status_every_s")]
+    pub status_every_s: f64,
+}
+
+fn default_status_every_s() -> f64 {
+    1.0
 }
 
 fn default_heading_yaw_limit() -> f64 {
@@ -422,6 +431,7 @@ impl Validate for RuntimeConfig {
                 format!("{:?} is not one of wall, lockstep", c.clock),
             ));
         }
+        check_range("control.status_every_s", c.status_every_s, 0.0, 3600.0)?;
         check_range("safety.stand_s", f.stand_s, 0.1, 30.0)?;
         check_range("safety.fade_s", f.fade_s, 0.0, 30.0)?;
         check_range("safety.halt_s", f.halt_s, 0.0, 30.0)?;

@@ -105,6 +105,17 @@ pub enum Notice {
     BoardAlert {
         cycle: u64,
     },
+    /// The once-a-second status (`control.status_every_s`): what the operator watches.
+    Status {
+        cycle: u64,
+        phase: Phase,
+        /// The command the policy last saw (forward, lateral, yaw).
+        command: [f32; 3],
+        /// The IMU's yaw rate in the last reading (rad/s); NaN without one.
+        yaw_rate: f64,
+        missed: u64,
+        link_downs: u64,
+    },
 }
 
 impl Notice {
@@ -137,6 +148,18 @@ impl Notice {
                 "{}: board alert: the board reports a latched fault or e-stop",
                 at(cycle)
             ),
+            Notice::Status {
+                cycle,
+                phase,
+                command: [x, y, w],
+                yaw_rate,
+                missed,
+                link_downs,
+            } => format!(
+                "status {:.1} s: {phase:?}, command ({x:.2} m/s, {y:.2} m/s, {w:.2} rad/s), \
+                 yaw rate {yaw_rate:.2} rad/s (IMU), {missed} late cycle(s), {link_downs} link drop(s)",
+                cycle as f64 / rate_hz
+            ),
         }
     }
 }
@@ -151,6 +174,12 @@ pub struct ControlLoop<P> {
     cycle: u64,
     latest: Option<BoardState>,
     alert: bool,
+    /// A status notice every this many cycles (0: none).
+    status_every: u64,
+    /// Where the policy's frame holds the command (the robot's servo count sets it).
+    command_at: usize,
+    /// The IMU's yaw rate in the last reading.
+    yaw_rate: f64,
 }
 
 impl<P: Act> ControlLoop<P> {
@@ -163,7 +192,18 @@ impl<P: Act> ControlLoop<P> {
             cycle: 0,
             latest: None,
             alert: false,
+            status_every: 0,
+            command_at: 0,
+            yaw_rate: f64::NAN,
         }
+    }
+
+    /// This loop with a status notice every `seconds` (0: none), at `rate_hz`.
+    pub fn with_status(mut self, seconds: f64, rate_hz: f64) -> Self {
+        self.status_every = (seconds * rate_hz).round() as u64;
+        let servos = self.controller.safety().poses.count;
+        self.command_at = clawrl_robot::observation::Offsets::for_servos(servos).command;
+        self
     }
 
     /// Drains the serial thread's events, steps the controller, hands out goals and a record.
@@ -192,6 +232,7 @@ impl<P: Act> ControlLoop<P> {
                         notify(Notice::BoardAlert { cycle });
                     }
                     self.alert = s.alert;
+                    self.yaw_rate = s.sensors.gyro[2];
                     self.latest = Some(s);
                 }
                 Ok(SerialEvent::Down) => {
@@ -251,6 +292,17 @@ impl<P: Act> ControlLoop<P> {
         summary.missed_deadlines += u64::from(tick.missed);
         summary.max_lateness = summary.max_lateness.max(tick.lateness);
         summary.goals_limited += u64::from(self.out.limited);
+        if self.status_every > 0 && cycle > 0 && cycle.is_multiple_of(self.status_every) {
+            let c = &self.out.frame[self.command_at..self.command_at + 3];
+            notify(Notice::Status {
+                cycle,
+                phase: self.out.phase,
+                command: [c[0], c[1], c[2]],
+                yaw_rate: self.yaw_rate,
+                missed: summary.missed_deadlines,
+                link_downs: summary.link_downs,
+            });
+        }
         if self.out.phase != prev {
             // Phase changes are rare (a handful per run): the push may allocate, the steady
             // loop never reaches it.
@@ -467,7 +519,8 @@ fn connect_info(
 /// Runs the robot until stopped.
 pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
     let bundle = load_bundle(cfg, &opts.bundle)?;
-    let mut control = controller_for(cfg, &bundle)?;
+    let mut control =
+        controller_for(cfg, &bundle)?.with_status(cfg.control.status_every_s, cfg.control.rate_hz);
     // The command source first: a gamepad that is not there refuses the run before the board
     // is touched.
     check_fixed_command(cfg, &bundle)?;

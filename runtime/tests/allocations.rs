@@ -18,7 +18,9 @@ use clawrl_runtime::controller::{Act, Controller, Phase, SafetyConfig};
 use clawrl_runtime::inference::{InferenceError, Student};
 use clawrl_runtime::observation::ObservationBuilder;
 use clawrl_runtime::rate::FixedRate;
-use clawrl_runtime::run::{Channels, ControlLoop, Operator, SerialCmd, SerialEvent, Summary};
+use clawrl_runtime::run::{
+    Channels, ControlLoop, Notice, Operator, SerialCmd, SerialEvent, Summary,
+};
 use clawrl_runtime::telemetry::Record;
 use clawrl_runtime::wire::BoardState;
 use crossbeam::channel::bounded;
@@ -136,17 +138,20 @@ fn the_running_control_loop_allocates_only_in_the_forward_pass() {
         stand_grip: 0.0,
         poses: clawrl_runtime::controller::Poses::quadruped(),
     };
-    let mut control = ControlLoop::new(Controller::new(policy, obs, map, cfg), &JOINT_LIMITS);
+    // With the operator's status line every 0.1 s: its notice must not allocate either.
+    let mut control = ControlLoop::new(Controller::new(policy, obs, map, cfg), &JOINT_LIMITS)
+        .with_status(0.1, rate_hz);
 
     // The channels as `run::run` makes them.
     let (cmd_tx, cmd_rx) = bounded::<SerialCmd>(2);
     let (ev_tx, ev_rx) = bounded::<SerialEvent>(16);
     let (tel_tx, tel_rx) = bounded::<Record>(5000);
+    let (notice_tx, notice_rx) = bounded::<Notice>(1000);
     let ch = Channels {
         events: ev_rx,
         commands: cmd_tx,
         telemetry: Some(tel_tx),
-        notices: None,
+        notices: Some(notice_tx),
     };
     let mut summary = Summary::default();
     let mut rate = FixedRate::with_clock(
@@ -222,5 +227,17 @@ fn the_running_control_loop_allocates_only_in_the_forward_pass() {
             summary.missed_deadlines
         ),
         (0, 0, 0)
+    );
+
+    // The status lines: one per 50 cycles, saying the phase and the command the policy saw.
+    let lines: Vec<String> = (notice_rx.try_iter())
+        .filter(|n| matches!(n, Notice::Status { .. }))
+        .map(|n| n.line(rate_hz))
+        .collect();
+    assert_eq!(lines.len() as u64, (400 + n - 1) / 50, "{lines:?}");
+    let last = lines.last().unwrap();
+    assert!(
+        last.starts_with("status 4.7 s: Running, command (0.30 m/s, 0.00 m/s, 0.00 rad/s), yaw rate 0.00 rad/s (IMU), 0 late cycle(s), 0 link drop(s)"),
+        "{last}"
     );
 }

@@ -39,6 +39,14 @@ pub struct Args {
     /// per 4 ms MuJoCo step by default. An exchange is about 1.3 ms on a 1 Mbaud line.
     #[arg(long, default_value_t = clawrl_hil_tests::real_board::EXCHANGE_US)]
     exchange_us: u64,
+    /// Drive the simulated robot yourself: the runtime listens for command datagrams on
+    /// 127.0.0.1:PORT, in real time. Start `clawrl teleop --to 127.0.0.1:PORT` first (the
+    /// runtime's guard stops a robot that hears nothing), then this; `--video` films it.
+    #[arg(long, value_name = "PORT")]
+    teleop: Option<u16>,
+    /// With --teleop: seconds of driving before the runtime stops the robot.
+    #[arg(long, default_value_t = 120.0)]
+    drive_seconds: f64,
     /// Report, pictures and scratch files.
     #[arg(long, default_value = "runs/hil")]
     out: PathBuf,
@@ -69,7 +77,9 @@ pub fn run(a: Args) -> Result<()> {
         }
         return Ok(());
     }
-    let chosen = if a.scenarios.is_empty() {
+    let chosen = if let Some(port) = a.teleop {
+        vec![scenario::live_drive(port, a.drive_seconds)]
+    } else if a.scenarios.is_empty() {
         scenario::scenarios()
     } else {
         a.scenarios
@@ -93,7 +103,7 @@ pub fn run(a: Args) -> Result<()> {
         let setup = scenario::Setup {
             bundle: a.bundle.clone(),
             seed: a.seed,
-            clocking: if a.realtime || a.board.is_some() {
+            clocking: if a.realtime || a.board.is_some() || a.teleop.is_some() {
                 Clocking::RealTime
             } else {
                 Clocking::Lockstep
