@@ -971,3 +971,41 @@ fn the_layout_follows_the_description_and_refuses_another_shape() {
     let e = Layout::new(&model, &imu).unwrap_err().to_string();
     assert!(e.contains("`gyro`"), "{e}");
 }
+
+/// `rewards.gait_frequency_hz` (issue 39's clock lever): the privileged observation ends in the
+/// clock's sine and cosine, 0 at zero command (the clock stops) and on the unit circle while
+/// the command moves; without it the layout is unchanged.
+#[test]
+fn the_gait_clock_joins_the_privileged_observation_and_stops_at_a_stand() {
+    let plain = QuadrupedEnv::new(&TaskConfig::flat().unwrap()).unwrap();
+    let mut cfg = TaskConfig::flat().unwrap();
+    cfg.rewards.gait_frequency_hz = 5.0;
+    let mut env = QuadrupedEnv::new(&cfg).unwrap();
+    let spec = env.spec().clone();
+    assert_eq!(spec.privileged_dim, plain.spec().privileged_dim + 2);
+    assert_eq!(spec.obs_names.len(), spec.privileged_dim);
+    assert_eq!(
+        spec.obs_names[spec.privileged_dim - 2..],
+        ["gait_clock_sin", "gait_clock_cos"]
+    );
+    env.reset(3);
+    let action = vec![0.0f32; spec.action_dim];
+    let mut obs = vec![0.0; spec.privileged_dim];
+    let clock = |env: &QuadrupedEnv, obs: &mut Vec<f32>| {
+        env.observe(ObsSource::Privileged, obs);
+        (obs[obs.len() - 2], obs[obs.len() - 1])
+    };
+    env.set_command(&[0.0, 0.0, 0.0]).unwrap();
+    env.step(&action).unwrap();
+    assert_eq!(clock(&env, &mut obs), (0.0, 0.0));
+    env.set_command(&[0.3, 0.0, 0.0]).unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        env.step(&action).unwrap();
+        let (s, c) = clock(&env, &mut obs);
+        assert!((s * s + c * c - 1.0).abs() < 1e-5, "{s} {c}");
+        seen.push((s, c));
+    }
+    // 5 strides a second at 50 Hz: a tenth of a turn a step, so the clock moves every step.
+    assert!(seen.windows(2).all(|w| w[0] != w[1]), "{seen:?}");
+}

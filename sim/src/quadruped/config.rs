@@ -146,6 +146,13 @@ pub struct RewardConfig {
     /// m of a swinging foot (sphere bottom) above the floor that `feet_clearance` aims at.
     #[serde(default = "default_swing_height")]
     pub swing_height_target: f64,
+    /// A gait clock (walk-these-ways), a lever of issue 39: above 0, a phase that advances at
+    /// this many strides per second while the command moves and stops at zero command; the
+    /// privileged observation gains its sine and cosine (both 0 at a stand) and `gait_clock`
+    /// pays for feet that follow a trot's contact schedule (all four down at a stand). 0: no
+    /// clock, the observation without it (configs written before the key).
+    #[serde(default)]
+    pub gait_frequency_hz: f64,
     pub weights: RewardWeights,
 }
 
@@ -207,6 +214,9 @@ reward_weights! {
     /// Added with issue 39's stand-still levers: older task files load with 0.
     #[serde(default)]
     stand_still_joint_vel,
+    /// Issue 39's gait clock (`gait_frequency_hz`): older task files load with 0.
+    #[serde(default)]
+    gait_clock,
     termination,
 }
 
@@ -376,6 +386,7 @@ impl Validate for TaskConfig {
             0.0,
             0.3,
         )?;
+        check_range("rewards.gait_frequency_hz", r.gait_frequency_hz, 0.0, 20.0)?;
         for (name, w) in r.weights.named() {
             if !w.is_finite() {
                 return Err(KeyError::new(

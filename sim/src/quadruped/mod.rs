@@ -163,6 +163,8 @@ pub struct QuadrupedEnv {
     substep_contact: Vec<[bool; NUM_FEET]>,
     /// Each foot's duty factor, averaged over the last second or so (see `reward::update_duty`).
     duty: [f64; NUM_FEET],
+    /// The gait clock's phase in [0, 1) (`rewards.gait_frequency_hz`; 0 without a clock).
+    gait_phase: f64,
     /// Foot body positions (world) at the last control step: foot speed for clearance and slip.
     foot_pos: [Vec3; NUM_FEET],
     term_sums: [f64; NUM_TERMS],
@@ -206,8 +208,8 @@ impl QuadrupedEnv {
             name: "quadruped".into(),
             action_dim: n,
             onboard_dim,
-            privileged_dim: onboard_dim + PRIVILEGED_EXTRA,
-            obs_names: observation::names(&onboard_layout, &robot.foot_names),
+            privileged_dim: onboard_dim + PRIVILEGED_EXTRA + observation::clock_dim(&cfg),
+            obs_names: observation::names(&onboard_layout, &robot.foot_names, &cfg),
             action_names: robot.servo_names.clone(),
             control_dt: physics_dt * cfg.env.decimation as f64,
             physics_dt,
@@ -244,6 +246,7 @@ impl QuadrupedEnv {
             contact: [false; NUM_FEET],
             substep_contact: Vec::new(),
             duty: [0.5; NUM_FEET],
+            gait_phase: 0.0,
             foot_pos: [[0.0; 3]; NUM_FEET],
             term_sums: [0.0; NUM_TERMS],
             sensors: OnboardSensors::default(),
@@ -630,6 +633,7 @@ impl Env for QuadrupedEnv {
         self.substep_contact.clear();
         // Half way: no foot starts out favoured or starved.
         self.duty = [0.5; NUM_FEET];
+        self.gait_phase = 0.0;
         self.foot_pos = self.foot_positions();
         self.term_sums = [0.0; NUM_TERMS];
         self.started = true;
@@ -683,6 +687,11 @@ impl Env for QuadrupedEnv {
         self.steer();
 
         let dt = self.spec.control_dt;
+        // The gait clock runs while the command moves and stops at a stand.
+        if reward::moving(self.command) {
+            let f = self.cfg.rewards.gait_frequency_hz;
+            self.gait_phase = (self.gait_phase + f * dt).rem_euclid(1.0);
+        }
         let touchdown = self.update_contacts(dt);
         let terminated = self.fallen();
         let truncated = !terminated && self.steps >= self.spec.max_episode_steps;
@@ -716,6 +725,7 @@ impl Env for QuadrupedEnv {
             leg_joint_vel: &self.leg_qd,
             foot_height,
             foot_speed,
+            gait_phase: (self.cfg.rewards.gait_frequency_hz > 0.0).then_some(self.gait_phase),
             terminated,
         };
         // Progress along the command as the target heading faces (the body's own frame when

@@ -30,9 +30,19 @@ pub const PRIVILEGED_DIM: usize = ONBOARD_DIM + PRIVILEGED_EXTRA;
 /// config's range, so a `--set` of the friction for an evaluation does not change the input.
 pub const HIDDEN_FRICTION: f64 = 0.7;
 
+/// The gait clock's entries at the end of the privileged observation: sine and cosine of its
+/// phase (both 0 at a stand), when the task has a clock (`rewards.gait_frequency_hz`).
+pub fn clock_dim(cfg: &super::TaskConfig) -> usize {
+    if cfg.rewards.gait_frequency_hz > 0.0 {
+        2
+    } else {
+        0
+    }
+}
+
 /// Names of the privileged layout's entries (onboard is its first `onboard.dim()`), the feet
 /// by their description names.
-pub fn names(onboard: &OnboardLayout, feet: &[String]) -> Vec<String> {
+pub fn names(onboard: &OnboardLayout, feet: &[String], cfg: &super::TaskConfig) -> Vec<String> {
     let xyz = |p: &str| ["x", "y", "z"].map(|a| format!("{p}_{a}"));
     let mut n: Vec<String> = onboard.names();
     n.extend(xyz("base_lin_vel"));
@@ -45,7 +55,10 @@ pub fn names(onboard: &OnboardLayout, feet: &[String]) -> Vec<String> {
                 .map(|dx| format!("{l}_floor_height_{dx:+.2}")),
         );
     }
-    debug_assert_eq!(n.len(), onboard.dim() + PRIVILEGED_EXTRA);
+    if clock_dim(cfg) > 0 {
+        n.extend(["gait_clock_sin", "gait_clock_cos"].map(String::from));
+    }
+    debug_assert_eq!(n.len(), onboard.dim() + PRIVILEGED_EXTRA + clock_dim(cfg));
     n
 }
 
@@ -85,7 +98,14 @@ impl QuadrupedEnv {
         let extra = self.privileged_extra();
         let dim = self.onboard.len();
         self.privileged[..dim].copy_from_slice(&self.onboard);
-        self.privileged[dim..].copy_from_slice(&extra);
+        self.privileged[dim..dim + PRIVILEGED_EXTRA].copy_from_slice(&extra);
+        if clock_dim(&self.cfg) > 0 {
+            let on = f64::from(u8::from(super::reward::moving(self.command)));
+            let angle = std::f64::consts::TAU * self.gait_phase;
+            let at = dim + PRIVILEGED_EXTRA;
+            self.privileged[at] = (on * angle.sin()) as f32;
+            self.privileged[at + 1] = (on * angle.cos()) as f32;
+        }
     }
 
     /// `s` plus this episode's sensor noise in the sensors' own units (the observation's

@@ -44,7 +44,26 @@ pub struct RewardInputs<'a> {
     pub foot_height: [f64; NUM_FEET],
     /// Each foot's speed along the floor (m/s) over the last control step.
     pub foot_speed: [f64; NUM_FEET],
+    /// The gait clock's phase in [0, 1) (`rewards.gait_frequency_hz` > 0), or `None`.
+    pub gait_phase: Option<f64>,
     pub terminated: bool,
+}
+
+/// Whether a command asks the robot to move (the terms that pay for stepping count only then).
+pub fn moving(command: [f64; 3]) -> bool {
+    command[0].hypot(command[1]) > 0.05 || command[2].abs() > 0.05
+}
+
+/// Where each foot's stride starts on the clock (FL, FR, RL, RR): a trot, diagonal pairs
+/// together, the pairs half a stride apart.
+pub const TROT_OFFSETS: [f64; NUM_FEET] = [0.0, 0.5, 0.5, 0.0];
+/// Share of a stride a foot spends on the ground in the clock's schedule.
+pub const CLOCK_DUTY: f64 = 0.5;
+
+/// Which feet the clock wants on the ground: by the trot's schedule while moving, all four at a
+/// stand (the clock stops).
+pub fn clock_stance(phase: f64, moving: bool) -> [bool; NUM_FEET] {
+    TROT_OFFSETS.map(|o| !moving || (phase + o).rem_euclid(1.0) < CLOCK_DUTY)
 }
 
 /// Time constant (s) of the duty-factor average behind `duty_balance`: a few strides, so one
@@ -74,7 +93,7 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
         .zip(x.prev_action)
         .map(|(a, b)| f64::from(a - b).powi(2))
         .sum();
-    let moving = x.command[0].hypot(x.command[1]) > 0.05 || x.command[2].abs() > 0.05;
+    let moving = moving(x.command);
     let air_time: f64 = if moving {
         x.touchdown_air_time
             .iter()
@@ -175,6 +194,18 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
     } else {
         x.leg_joint_vel.iter().map(|v| v * v).sum()
     };
+    // walk-these-ways' contact schedule, as a share of feet: a foot the clock wants down is
+    // paid for being down and still (speed along the floor within a few cm/s), a foot it
+    // wants up for being up. At a stand the clock wants all four down and still.
+    let gait_clock = x.gait_phase.map_or(0.0, |phase| {
+        let want = clock_stance(phase, moving);
+        let feet = (0..NUM_FEET).map(|i| match (want[i], x.contact[i]) {
+            (true, true) => (-(x.foot_speed[i] / 0.05).powi(2)).exp(),
+            (false, false) => 1.0,
+            _ => 0.0,
+        });
+        feet.sum::<f64>() / NUM_FEET as f64
+    });
     [
         (-lin_err / sigma2).exp(),
         (-ang_err / sigma2).exp(),
@@ -195,6 +226,7 @@ pub fn terms(x: &RewardInputs, cfg: &RewardConfig) -> [f64; NUM_TERMS] {
         stand_still,
         stand_still_feet,
         stand_still_joint_vel,
+        gait_clock,
         if x.terminated { 1.0 } else { 0.0 },
     ]
 }
@@ -585,6 +617,48 @@ mod tests {
             0.0,
             "free when told to move"
         );
+    }
+
+    /// The clock wants diagonal pairs down together while moving, and all four down at a
+    /// stand; the term pays the share of feet doing what it wants (a foot down but sliding
+    /// earns little), and nothing without a clock.
+    #[test]
+    fn the_gait_clock_pays_feet_that_follow_its_trot_and_all_four_down_at_a_stand() {
+        assert_eq!(clock_stance(0.1, true), [true, false, false, true]);
+        assert_eq!(clock_stance(0.6, true), [false, true, true, false]);
+        assert_eq!(clock_stance(0.6, false), [true; 4]);
+        let a = [0.0f32; 16];
+        let trot = RewardInputs {
+            contact: [true, false, false, true],
+            foot_speed: [0.0; 4],
+            gait_phase: Some(0.1),
+            ..perfect(&a)
+        };
+        assert_eq!(value(&trot, "gait_clock"), 1.0);
+        let out_of_step = RewardInputs {
+            gait_phase: Some(0.6),
+            ..trot.clone()
+        };
+        assert_eq!(value(&out_of_step, "gait_clock"), 0.0);
+        let stand = RewardInputs {
+            command: [0.0; 3],
+            contact: [true; 4],
+            foot_speed: [0.0, 0.0, 0.0, 0.1],
+            gait_phase: Some(0.6),
+            ..trot.clone()
+        };
+        let v = value(&stand, "gait_clock");
+        assert!((v - (3.0 + (-4.0f64).exp()) / 4.0).abs() < 1e-12, "{v}");
+        let stepping_in_place = RewardInputs {
+            contact: [true, false, false, true],
+            ..stand.clone()
+        };
+        assert!(value(&stepping_in_place, "gait_clock") < 0.5);
+        let no_clock = RewardInputs {
+            gait_phase: None,
+            ..trot
+        };
+        assert_eq!(value(&no_clock, "gait_clock"), 0.0);
     }
 
     #[test]
