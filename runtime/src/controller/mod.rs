@@ -170,7 +170,7 @@ pub struct Controller<P> {
 impl<P: Act> Controller<P> {
     /// `map` turns actions into targets (the bundle's); `obs` builds the network's input.
     pub fn new(policy: P, obs: ObservationBuilder, map: ActionMap, cfg: SafetyConfig) -> Self {
-        let stand = cfg.poses.stand_with_grip(cfg.stand_grip);
+        let stand = cfg.poses.stand_with_grip(cfg.stand_grip, &cfg.joint_limits);
         Self {
             policy,
             obs,
@@ -192,7 +192,7 @@ impl<P: Act> Controller<P> {
 
     /// The default pose with the claws at the stand grip.
     fn stand_pose(&self) -> [f64; MAX_SERVOS] {
-        self.cfg.poses.stand_with_grip(self.cfg.stand_grip)
+        (self.cfg.poses).stand_with_grip(self.cfg.stand_grip, &self.cfg.joint_limits)
     }
 
     pub fn phase(&self) -> Phase {

@@ -8,7 +8,7 @@
 //! a robot of fewer servos uses the first [`Poses::count`] and leaves the rest at zero, which
 //! never reach the wire (the link addresses only the described servos).
 use clawrl_robot::description::{JointKind, RobotDescription};
-use clawrl_robot::quadruped::{self, CLAW_LIMITS, DEFAULT_POSE, NUM_LEG_SERVOS, REST_POSE};
+use clawrl_robot::quadruped::{self, DEFAULT_POSE, NUM_LEG_SERVOS, REST_POSE};
 
 /// The most servos one board drives (the protocol's table size).
 pub const MAX_SERVOS: usize = clawrl_protocol::units::ids::SERVO_COUNT;
@@ -58,10 +58,10 @@ impl Poses {
         Ok(p)
     }
 
-    /// The stand with its claws closed to `grip` rad (clamped to the claws' range; 0: open):
-    /// a robot standing up on a slope holds on with its claws instead of sliding.
-    pub fn stand_with_grip(&self, grip: f64) -> [f64; MAX_SERVOS] {
-        with_grip(self.stand, &self.claw, grip)
+    /// The stand with its claws closed to `grip` rad (clamped to each claw's `limits`; 0:
+    /// open): a robot standing up on a slope holds on with its claws instead of sliding.
+    pub fn stand_with_grip(&self, grip: f64, limits: &[[f64; 2]; MAX_SERVOS]) -> [f64; MAX_SERVOS] {
+        with_grip(self.stand, &self.claw, grip, limits)
     }
 }
 
@@ -71,14 +71,21 @@ impl Default for Poses {
     }
 }
 
-/// `pose` with the servos `claw` marks at `grip` rad, clamped to the claws' range.
+/// `pose` with the servos `claw` marks at `grip` rad, each clamped to its own `limits` (a
+/// robot's claws need not open and close as far as the claw-foot robot's).
 pub fn with_grip(
     mut pose: [f64; MAX_SERVOS],
     claw: &[bool; MAX_SERVOS],
     grip: f64,
+    limits: &[[f64; 2]; MAX_SERVOS],
 ) -> [f64; MAX_SERVOS] {
-    for (p, _) in pose.iter_mut().zip(claw).filter(|(_, c)| **c) {
-        *p = grip.clamp(CLAW_LIMITS[0], CLAW_LIMITS[1]);
+    for ((p, _), [lo, hi]) in pose
+        .iter_mut()
+        .zip(claw)
+        .zip(limits)
+        .filter(|((_, c), _)| **c)
+    {
+        *p = grip.clamp(*lo, *hi);
     }
     pose
 }

@@ -782,7 +782,7 @@ fn the_last_action_in_the_observation_is_clipped_both_ways() {
 /// fade-in starts from there (a robot on a slope holds on until the policy has it).
 #[test]
 fn the_stand_shuts_the_claws_to_the_stand_grip_and_fades_in_from_there() {
-    let pose = Poses::quadruped().stand_with_grip(1.2);
+    let pose = Poses::quadruped().stand_with_grip(1.2, &JOINT_LIMITS);
     let mut c = controller_with(
         0.3,
         None,
@@ -811,11 +811,14 @@ fn the_stand_shuts_the_claws_to_the_stand_grip_and_fades_in_from_there() {
         "the fade-in starts on the stand pose"
     );
     assert_eq!(
-        Poses::quadruped().stand_with_grip(5.0),
+        Poses::quadruped().stand_with_grip(5.0, &JOINT_LIMITS),
         pose,
         "a grip past the claw's range is clamped"
     );
-    assert_eq!(Poses::quadruped().stand_with_grip(0.0), DEFAULT_POSE);
+    assert_eq!(
+        Poses::quadruped().stand_with_grip(0.0, &JOINT_LIMITS),
+        DEFAULT_POSE
+    );
 }
 
 /// `heading_gain`: the yaw command the policy sees steers back to the heading the body had
