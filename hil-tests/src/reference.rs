@@ -46,8 +46,13 @@ impl From<&crate::line::Sample> for Pose {
 /// The reference's sensor-noise stream, apart from the episode's own draws.
 const NOISE_STREAM: u64 = 0x5e45;
 
+/// The operator's part of one control cycle as a driven run logged it: the stop, and the live
+/// command (`None`: the config's).
+pub type OperatorInput = (bool, Option<[f64; 3]>);
+
 /// `until_s` seconds of the runtime's controller on the simulator from the seed's initial
-/// state, with pushes at their (absolute) times; one pose per control step.
+/// state, with pushes at their (absolute) times, and `operator[k]` as cycle k's stop and
+/// command (a driven run's, replayed; empty: none); one pose per control step.
 pub fn simulate(
     bundle: &Bundle,
     task: &TaskConfig,
@@ -55,6 +60,7 @@ pub fn simulate(
     runtime: &RuntimeConfig,
     until_s: f64,
     events: &[(f64, Event)],
+    operator: &[OperatorInput],
 ) -> Result<Vec<Pose>> {
     let mut ctl = controller_for(runtime, bundle)?.controller;
     let mut env = QuadrupedEnv::new(task)?;
@@ -85,11 +91,15 @@ pub fn simulate(
             uptime_us: (t * 1e6) as u32,
             alert: false,
         };
+        let (stop, command) = operator
+            .get(tick as usize / decimation)
+            .copied()
+            .unwrap_or((false, None));
         ctl.step(
             &Input {
                 state: Some(state),
-                stop: false,
-                command: None,
+                stop,
+                command,
                 estop: false,
             },
             &mut out,

@@ -797,8 +797,77 @@ pub fn reference(s: &Scenario, setup: &Setup) -> Result<(Vec<Pose>, f64)> {
         &cfg,
         policy_from_s + s.seconds,
         &events,
+        &[],
     )?;
     Ok((poses, policy_from_s))
+}
+
+/// A driven run's operator inputs per cycle, from its telemetry log.
+fn logged_operator(log: &Path) -> Result<Vec<crate::reference::OperatorInput>> {
+    let mut r = clawrl_runtime::telemetry::LogReader::open(log).map_err(anyhow::Error::msg)?;
+    let mut v = Vec::new();
+    while let Some(rec) = r.next_record().map_err(anyhow::Error::msg)? {
+        v.push((rec.input.stop, rec.input.command));
+    }
+    Ok(v)
+}
+
+/// A moving segment's mean tracking error over its window (from [`SETTLE_S`] after its start):
+/// planar speed error (m/s) where it commands a velocity, yaw rate error (rad/s) where it only
+/// turns.
+fn segment_error(g: &Segment, poses: &[Pose], policy_from_s: f64) -> f64 {
+    let (from, until) = (
+        policy_from_s + g.from_s + SETTLE_S,
+        policy_from_s + g.until_s,
+    );
+    let c = g.velocity;
+    let errors: Vec<f64> = (poses.iter())
+        .filter(|p| p.t >= from && p.t <= until)
+        .map(|p| {
+            if c[0] != 0.0 || c[1] != 0.0 {
+                (p.base_lin_vel[0] - c[0]).hypot(p.base_lin_vel[1] - c[1])
+            } else {
+                (p.yaw_rate - c[2]).abs()
+            }
+        })
+        .collect();
+    errors.iter().sum::<f64>() / errors.len().max(1) as f64
+}
+
+/// The teleop run against the pure simulation of the same drive (the runtime's controller on
+/// the simulator, fed the commands and the stop the run's log recorded): each moving segment's
+/// tracking error in the loop within the walk's allowance of the simulation's
+/// ([`TRACKING_ALLOWANCE`] or [`TRACKING_GAP`] of it, whichever is larger).
+pub fn teleop_gap_checks(o: &Outcome, setup: &Setup) -> Result<Vec<Check>> {
+    let s = &o.scenario;
+    let log = o
+        .summary
+        .log
+        .as_ref()
+        .context("the driven run wrote no log")?;
+    let operator = logged_operator(log)?;
+    let bundle = clawrl_bundle::read(&setup.bundle, &clawrl_bundle::Trust::default())?;
+    let cfg = runtime_config(setup, &setup.dir.join("board.tty"), s, None)?;
+    let until = o.policy_from_s + s.seconds;
+    let task = s.task(&setup.task);
+    let sim = simulate(&bundle, &task, setup.seed, &cfg, until, &[], &operator)?;
+    let hil: Vec<Pose> = o.trace.samples.iter().map(Pose::from).collect();
+    let mut v = Vec::new();
+    for g in s.teleop.iter().filter(|g| g.moves() && g.until_s > 0.0) {
+        let (h, m) = (
+            segment_error(g, &hil, o.policy_from_s),
+            segment_error(g, &sim, o.policy_from_s),
+        );
+        let allowed = m + TRACKING_ALLOWANCE.max(TRACKING_GAP * m);
+        v.push(check(
+            format!(
+                "{:.0}-{:.0} s against the pure simulation of the same drive: tracking error {h:.3} in the loop, {m:.3} in the simulation (at most {allowed:.3})",
+                g.from_s, g.until_s
+            ),
+            h <= allowed,
+        ));
+    }
+    Ok(v)
 }
 
 /// Compares a run with the pure simulation of its scenario.
@@ -1170,7 +1239,10 @@ pub fn run_and_check(
     } else {
         None
     };
-    let checks = checks(&o);
+    let mut checks = checks(&o);
+    if !s.teleop.is_empty() {
+        checks.extend(teleop_gap_checks(&o, setup)?);
+    }
     Ok((o, cmp, checks))
 }
 

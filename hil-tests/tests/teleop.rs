@@ -46,8 +46,12 @@ fn pup12_is_driven_over_udp_and_stands_then_stops_when_the_stream_is_cut() {
         dir.path(),
     );
     let teleop = scenario::by_name("teleop").unwrap();
-    let o = scenario::run(&teleop, &s).unwrap();
-    let checks = scenario::checks(&o);
+    // With the pure simulation of the same drive: each segment within the walk's allowance.
+    let (o, _, checks) = scenario::run_and_check(&teleop, &s).unwrap();
+    let against_sim = (checks.iter())
+        .filter(|c| c.what.contains("against the pure simulation"))
+        .count();
+    assert_eq!(against_sim, 4, "{checks:#?}");
     assert!(scenario::verdict(&checks), "{checks:#?}");
     let f = scenario::teleop_figures(&o);
     // In lockstep a datagram sent during a body period reaches the next control cycle.
