@@ -111,6 +111,15 @@ impl Segment {
     pub fn moves(&self) -> bool {
         self.velocity.iter().any(|v| *v != 0.0)
     }
+
+    /// Where its tracking is measured, in body time: from [`SETTLE_S`] after its start (the
+    /// command ramps, the gait changes) to its end.
+    pub fn window(&self, policy_from_s: f64) -> (f64, f64) {
+        (
+            policy_from_s + self.from_s + SETTLE_S,
+            policy_from_s + self.until_s,
+        )
+    }
 }
 
 /// The command guard the teleop scenario runs with: no datagram for 0.3 s and the command
@@ -816,10 +825,7 @@ fn logged_operator(log: &Path) -> Result<Vec<crate::reference::OperatorInput>> {
 /// planar speed error (m/s) where it commands a velocity, yaw rate error (rad/s) where it only
 /// turns.
 fn segment_error(g: &Segment, poses: &[Pose], policy_from_s: f64) -> f64 {
-    let (from, until) = (
-        policy_from_s + g.from_s + SETTLE_S,
-        policy_from_s + g.until_s,
-    );
+    let (from, until) = g.window(policy_from_s);
     let c = g.velocity;
     let errors: Vec<f64> = (poses.iter())
         .filter(|p| p.t >= from && p.t <= until)
@@ -1279,29 +1285,9 @@ pub fn teleop_figures(o: &Outcome) -> TeleopFigures {
     let segments = (s.teleop.iter())
         .filter(|g| g.until_s > 0.0)
         .map(|g| {
-            let (from, until) = (
-                o.policy_from_s + g.from_s + SETTLE_S,
-                o.policy_from_s + g.until_s,
-            );
-            let window: Vec<_> = (o.trace.samples.iter())
-                .filter(|p| p.t >= from && p.t <= until)
-                .collect();
-            let n = window.len().max(1) as f64;
-            let mean = |f: &dyn Fn(&crate::line::Sample) -> f64| {
-                window.iter().map(|p| f(p)).sum::<f64>() / n
-            };
-            let v = [
-                mean(&|p| p.base_lin_vel[0]),
-                mean(&|p| p.base_lin_vel[1]),
-                mean(&|p| p.yaw_rate),
-            ];
-            let moved = match (window.first(), window.last()) {
-                (Some(a), Some(b)) => {
-                    (b.base_pos[0] - a.base_pos[0]).hypot(b.base_pos[1] - a.base_pos[1])
-                }
-                _ => f64::NAN,
-            };
-            (*g, v, moved)
+            let (from, until) = g.window(o.policy_from_s);
+            let (v, moved) = motion(&o.trace.samples, from, until);
+            (*g, v, moved.unwrap_or(f64::NAN))
         })
         .collect();
     let (zero, halt, latency) = match (&o.summary.log, s.cut_s()) {
@@ -1310,28 +1296,38 @@ pub fn teleop_figures(o: &Outcome) -> TeleopFigures {
         }
         _ => (None, None, None),
     };
-    let driven: Vec<_> = (o.trace.samples.iter())
-        .filter(|p| p.t >= o.policy_from_s)
-        .collect();
-    let n = driven.len().max(1) as f64;
-    let mean =
-        |f: &dyn Fn(&crate::line::Sample) -> f64| driven.iter().map(|p| f(p)).sum::<f64>() / n;
-    let travelled_m = match (driven.first(), driven.last()) {
-        (Some(a), Some(b)) => (b.base_pos[0] - a.base_pos[0]).hypot(b.base_pos[1] - a.base_pos[1]),
-        _ => 0.0,
-    };
+    let (mean_velocity, travelled) = motion(&o.trace.samples, o.policy_from_s, f64::INFINITY);
     TeleopFigures {
         segments,
         zero_after_cut_s: zero,
         halt_after_cut_s: halt,
         command_latency_periods: latency,
-        travelled_m,
-        mean_velocity: [
-            mean(&|p| p.base_lin_vel[0]),
-            mean(&|p| p.base_lin_vel[1]),
-            mean(&|p| p.yaw_rate),
-        ],
+        travelled_m: travelled.unwrap_or(0.0),
+        mean_velocity,
     }
+}
+
+/// The body between `from` and `until` (s): its mean forward, lateral and yaw velocity, and the
+/// torso's straight-line travel (`None` without samples).
+fn motion(samples: &[crate::line::Sample], from: f64, until: f64) -> ([f64; 3], Option<f64>) {
+    let window: Vec<_> = (samples.iter())
+        .filter(|p| p.t >= from && p.t <= until)
+        .collect();
+    let n = window.len().max(1) as f64;
+    let mean =
+        |f: &dyn Fn(&crate::line::Sample) -> f64| window.iter().map(|p| f(p)).sum::<f64>() / n;
+    let v = [
+        mean(&|p| p.base_lin_vel[0]),
+        mean(&|p| p.base_lin_vel[1]),
+        mean(&|p| p.yaw_rate),
+    ];
+    let travel = match (window.first(), window.last()) {
+        (Some(a), Some(b)) => {
+            Some((b.base_pos[0] - a.base_pos[0]).hypot(b.base_pos[1] - a.base_pos[1]))
+        }
+        _ => None,
+    };
+    (v, travel)
 }
 
 /// From the runtime's telemetry: when the command reached zero and the stop began after the

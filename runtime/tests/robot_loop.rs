@@ -3,6 +3,7 @@
 //! between that records every instruction the board received. Each test runs the robot for a
 //! few seconds at 50 Hz and checks the start-up order, what reached the wire, and how faults
 //! end. Every test runs under a deadline (`with_deadline`): a loop that never ends fails.
+mod common;
 mod wire_tap;
 
 use std::path::{Path, PathBuf};
@@ -68,20 +69,8 @@ fn repo() -> PathBuf {
 
 /// The shipped robot config, pointed at the tap, with short start-up and lowering times.
 fn overrides(rig: &Rig) -> Vec<String> {
-    let d = rig.dir.path();
-    vec![
-        format!("serial.port={:?}", rig.tap.link().display().to_string()),
-        // A loaded 2-core CI machine runs the board, the tap and the tests side by side.
-        "serial.answer_timeout_ms=100".into(),
-        "control.realtime_priority=0".into(),
-        "control.cpu=-1".into(),
-        "safety.stand_s=0.5".into(),
-        "safety.fade_s=0.5".into(),
-        "safety.halt_s=0.5".into(),
-        "safety.lower_s=0.5".into(),
-        format!("telemetry.dir={:?}", d.join("log").display().to_string()),
-        format!("install.root={:?}", d.join("root").display().to_string()),
-    ]
+    let port = rig.tap.link().display().to_string();
+    common::quick_overrides(&port, rig.dir.path())
 }
 
 fn config(rig: &Rig) -> RuntimeConfig {
