@@ -26,6 +26,8 @@ mod action;
 #[cfg(feature = "std")]
 pub mod description;
 #[cfg(feature = "std")]
+pub mod excitation;
+#[cfg(feature = "std")]
 mod history;
 #[cfg(feature = "std")]
 pub mod observation;

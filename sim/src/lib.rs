@@ -16,6 +16,7 @@ pub mod error;
 pub mod model;
 pub mod quadruped;
 pub mod rng;
+pub mod sysid;
 pub mod vec_env;
 
 pub use env::{

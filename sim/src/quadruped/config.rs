@@ -297,6 +297,25 @@ impl TaskConfig {
         )
     }
 
+    /// This task as the robot stands on a test stand: every physical parameter its model's
+    /// own (no randomisation of masses, friction, servos, latency or calibration), no pushes,
+    /// no noise, no board sensor path. System identification fits against this model.
+    pub fn on_stand(mut self) -> Self {
+        let d = &mut self.randomization;
+        d.link_mass_scale = [1.0, 1.0];
+        d.torso_added_mass = [0.0, 0.0];
+        d.com_offset = [0.0; 3];
+        d.servo_strength = [1.0, 1.0];
+        d.latency_substeps = [0, 0];
+        d.joint_offset = 0.0;
+        d.init_joint_noise = 0.0;
+        d.push_velocity = 0.0;
+        d.init_base_velocity = 0.0;
+        self.noise.scale = [0.0, 0.0];
+        self.noise.board_sensor_path = false;
+        self
+    }
+
     /// The shipped slope task (`configs/task/quadruped_slopes.toml`).
     pub fn slopes() -> Result<Self, ConfigError> {
         Self::load(

@@ -19,6 +19,7 @@ pub mod observation;
 pub mod randomize;
 pub mod report;
 pub mod reward;
+pub mod stand;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ pub use config::{Heading, TaskConfig};
 pub use layout::{FootClaw, Layout, NUM_FEET, NUM_LEG_SERVOS, NUM_SERVOS, foot_names, servo_names};
 pub use randomize::EpisodeParams;
 pub use report::simulate_report;
+pub use stand::{STAND_HEIGHT, ServoDynamics};
 
 use crate::env::{EpisodeLog, check_action};
 use crate::rng::{SimRng, rng, uniform};

@@ -1,0 +1,127 @@
+//! System identification against a log the test makes: a robot on a stand whose servos differ
+//! from the MJCF's by amounts the fit is not told, recorded through the excitation
+//! `clawrl-runtime identify` plays.
+use clawrl_robot::excitation::{ExcitationSpec, Plan};
+use clawrl_sim::quadruped::{ServoDynamics, TaskConfig};
+use clawrl_sim::sysid::{FitOptions, Groups, Rig, ServoModel, TraceError, fit};
+
+/// One encoder tick of a 4096-per-turn servo (rad).
+const TICK: f64 = std::f64::consts::TAU / 4096.0;
+
+fn rig() -> Rig {
+    let task = TaskConfig::flat().unwrap();
+    let names = clawrl_sim::quadruped::Robot::load(&task)
+        .unwrap()
+        .servo_names
+        .clone();
+    Rig::new(&task, Groups::by_joint(&names)).unwrap()
+}
+
+/// The hidden robot: every group's gain -30 %, damping x2, friction x3; the knees weaker
+/// still (gain -45 %) with more armature; 2 physics steps (8 ms) more latency.
+fn hidden(rig: &Rig) -> ServoModel {
+    let mut m = rig.nominal();
+    for (g, name) in rig.groups.names.iter().enumerate() {
+        let f = if name == "knee" {
+            [0.55, 2.0, 1.5, 3.0]
+        } else {
+            [0.7, 2.0, 1.0, 3.0]
+        };
+        m.groups[g] = m.groups[g].scaled(f);
+    }
+    m.latency_steps = 2.0;
+    m
+}
+
+fn plan(rig: &Rig) -> Plan {
+    Plan::new(&rig.excited_servos(), 50.0, &ExcitationSpec::default())
+}
+
+fn error(fitted: f64, truth: f64) -> f64 {
+    (fitted - truth).abs() / truth.abs()
+}
+
+#[test]
+fn the_fit_recovers_hidden_servo_parameters_and_halves_the_held_out_error() {
+    let rig = rig();
+    let truth = hidden(&rig);
+    let trace = rig.record(&plan(&rig).goals, &truth, TICK);
+    let f = fit(&rig, &[trace], &FitOptions::default()).unwrap();
+    eprintln!("fit: {:.1} s, {} rollouts", f.seconds, f.rollouts);
+    for (g, name) in rig.groups.names.iter().enumerate() {
+        let (t, x) = (truth.groups[g].to_array(), f.fitted.groups[g].to_array());
+        for p in 0..4 {
+            eprintln!(
+                "{name} {}: true {:.5} fitted {:.5}",
+                ServoDynamics::NAMES[p],
+                t[p],
+                x[p]
+            );
+        }
+        // The gain and the friction within 15 %, as the issue asks of every parameter.
+        for p in 0..4 {
+            assert!(
+                error(x[p], t[p]) < 0.15,
+                "{name} {}: fitted {} against {}",
+                ServoDynamics::NAMES[p],
+                x[p],
+                t[p]
+            );
+        }
+    }
+    let (before, after) = (mean(&f.rmse_before), mean(&f.rmse_after));
+    eprintln!("held-out RMSE {before:.5} -> {after:.5} rad");
+    eprintln!(
+        "latency: true {} fitted {:.2} steps",
+        truth.latency_steps, f.fitted.latency_steps
+    );
+    assert!((f.fitted.latency_steps - truth.latency_steps).abs() < 1.0);
+    assert!(after < 0.5 * before, "held-out RMSE {before} -> {after}");
+}
+
+#[test]
+fn a_gain_frozen_at_the_wrong_value_leaves_the_error_up() {
+    let rig = rig();
+    let truth = hidden(&rig);
+    let trace = rig.record(&plan(&rig).goals, &truth, TICK);
+    // The latency given, to keep the test short: the gain is what is frozen.
+    let known = FitOptions {
+        latency_steps: 2..=2,
+        ..FitOptions::default()
+    };
+    let free = fit(&rig, std::slice::from_ref(&trace), &known).unwrap();
+    let frozen = FitOptions {
+        frozen: vec!["kp".into()],
+        ..known
+    };
+    let stuck = fit(&rig, &[trace], &frozen).unwrap();
+    let (a, b) = (mean(&free.rmse_after), mean(&stuck.rmse_after));
+    eprintln!("held-out RMSE free {a:.5}, gain frozen at nominal {b:.5}");
+    assert!(b > 2.0 * a, "free {a}, frozen {b}");
+}
+
+#[test]
+fn bad_logs_get_a_clear_error() {
+    let rig = rig();
+    let nominal = rig.nominal();
+    let goals = plan(&rig).goals;
+    let short = rig.record(&goals[..50], &nominal, TICK);
+    let e = fit(&rig, &[short], &FitOptions::default()).unwrap_err();
+    assert!(matches!(e, TraceError::TooShort { cycles: 50, .. }), "{e}");
+    assert!(e.to_string().contains("truncated"), "{e}");
+
+    let mut other = rig.record(&goals, &nominal, TICK);
+    other.servo_names.swap(0, 1);
+    let e = fit(&rig, &[other], &FitOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("another robot"), "{e}");
+
+    let still = vec![goals[0].clone(); 300];
+    let still = rig.record(&still, &nominal, TICK);
+    let e = fit(&rig, &[still], &FitOptions::default()).unwrap_err();
+    assert!(matches!(e, TraceError::NoExcitation { .. }), "{e}");
+    assert!(e.to_string().contains("no excitation"), "{e}");
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
