@@ -39,6 +39,10 @@ enum Command {
     Bench(cmd::bench::Args),
     SlopeCurve(cmd::slope_curve::Args),
     Teleop(cmd::teleop::Args),
+    /// Fit the servo model (gain, damping, armature, friction per joint group; the loop's
+    /// latency) to `clawrl-runtime identify` logs; `--hil BUNDLE` makes the log in the loop
+    /// against servos that differ from the model.
+    Sysid(cmd::sysid::Args),
 }
 
 fn main() {
@@ -70,6 +74,7 @@ fn main() {
         Command::Bench(a) => cmd::bench::run(a),
         Command::SlopeCurve(a) => cmd::slope_curve::run(a),
         Command::Teleop(a) => cmd::teleop::run(a),
+        Command::Sysid(a) => cmd::sysid::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -138,6 +138,10 @@ pub struct MujocoBody {
     targets: Vec<Option<f64>>,
     /// The IMU answers (an `imu` fault in a scenario switches it off).
     pub imu_answers: bool,
+    /// On a stand ([`on_stand`](Self::on_stand)): the torso held, the legs free.
+    stand: bool,
+    /// Targets waiting out the servos' own delay (physics steps), oldest first.
+    delayed: std::collections::VecDeque<Vec<Option<f64>>>,
 }
 
 impl MujocoBody {
@@ -166,7 +170,27 @@ impl MujocoBody {
             owed_s: 0.0,
             steps: 0,
             imu_answers: true,
+            stand: false,
+            delayed: Default::default(),
         })
+    }
+
+    /// This body on a stand at its default pose, each servo `i` with `dynamics[i]` and every
+    /// target reaching the servos `delay_steps` physics steps late: servos that differ from
+    /// the model by amounts only the body knows, for identification to find.
+    pub fn on_stand(
+        mut self,
+        dynamics: &[clawrl_sim::quadruped::ServoDynamics],
+        delay_steps: usize,
+    ) -> Self {
+        for (i, d) in dynamics.iter().enumerate() {
+            self.env.set_servo_dynamics(i, *d);
+        }
+        let pose = self.env.robot().default_pose.clone();
+        self.env.put_on_stand(&pose);
+        self.stand = true;
+        self.delayed = (0..delay_steps).map(|_| self.targets.clone()).collect();
+        self
     }
 
     pub fn env(&self) -> &QuadrupedEnv {
@@ -232,6 +256,22 @@ impl MujocoBody {
     }
 }
 
+impl MujocoBody {
+    /// One physics step on the stand, the targets through the servos' delay line.
+    fn step_on_stand(&mut self) {
+        if self.delayed.is_empty() {
+            self.env.step_on_stand(&self.targets);
+            return;
+        }
+        self.delayed.push_back(self.targets.clone());
+        let due = self
+            .delayed
+            .pop_front()
+            .expect("the delay line holds its length");
+        self.env.step_on_stand(&due);
+    }
+}
+
 impl Plant for MujocoBody {
     fn step(&mut self, dt_s: f32, pulses_us: &Pulses) -> PlantReading {
         self.targets.fill(None);
@@ -244,6 +284,12 @@ impl Plant for MujocoBody {
         let dt = self.env.physics_dt();
         // Physics steps whole MuJoCo steps (2 ms) under the board's 1 ms ticks.
         while self.owed_s >= dt * (1.0 - 1e-6) {
+            if self.stand {
+                self.step_on_stand();
+                self.owed_s -= dt;
+                self.steps += 1;
+                continue;
+            }
             self.env.step_servos(&self.targets);
             self.owed_s -= dt;
             self.steps += 1;

@@ -25,6 +25,7 @@ pub mod body;
 pub mod bridge;
 pub mod faults;
 pub mod framer;
+pub mod identify;
 pub mod line;
 pub mod real_board;
 pub mod reference;

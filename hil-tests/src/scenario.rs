@@ -500,7 +500,7 @@ pub struct Outcome {
 /// The runtime config for the bridge's port, with `clock` and the command; a teleop scenario's
 /// runtime listens for command datagrams on `command_port` (the config's own `[command]`
 /// section, written here: an override cannot add a section the file lacks).
-fn runtime_config(
+pub(crate) fn runtime_config(
     setup: &Setup,
     port: &Path,
     s: &Scenario,
@@ -575,7 +575,7 @@ fn free_udp_port() -> Result<u16> {
 
 /// Installs `bundle` into the config's slots, checked against the config's robot as
 /// `clawrl-runtime install` checks it, and returns the path the runtime will run.
-fn install(cfg: &RuntimeConfig, bundle: &Path) -> Result<PathBuf> {
+pub(crate) fn install(cfg: &RuntimeConfig, bundle: &Path) -> Result<PathBuf> {
     let root = &cfg.install.root;
     let trust = clawrl_bundle::Trust::default();
     clawrl_runtime::install::install(root, bundle, &trust, &cfg.robot_spec())?;

@@ -54,6 +54,24 @@ impl Default for ExcitationSpec {
     }
 }
 
+/// Servos grouped by name with the leg's prefix dropped (`FL_knee`, `RR_knee` -> `knee`: the
+/// text after the first `_`, or the whole name): one joint of every leg, servos of one part
+/// number mounted alike. Returns the group names and each servo's group.
+pub fn group_by_joint(servo_names: &[String]) -> (Vec<String>, Vec<usize>) {
+    let mut names: Vec<String> = Vec::new();
+    let of_servo = servo_names
+        .iter()
+        .map(|s| {
+            let g = s.split_once('_').map_or(s.as_str(), |(_, rest)| rest);
+            names.iter().position(|n| n == g).unwrap_or_else(|| {
+                names.push(g.to_string());
+                names.len() - 1
+            })
+        })
+        .collect();
+    (names, of_servo)
+}
+
 /// Goals for every cycle of the run, computed before it starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {

@@ -39,11 +39,28 @@ pub fn run(a: &RunArgs) -> Result<String> {
         Some(b) => b.clone(),
         None => crate::install::current_bundle(&cfg.install.root)?,
     };
+    with_signals(|stop| {
+        let opts = RunOptions {
+            bundle,
+            duration: a.seconds.map(Duration::from_secs_f64),
+            stop,
+            clear_estop: a.clear_estop,
+            lockstep: None,
+        };
+        crate::run::run(&cfg, &opts)
+    })
+    .map(|s| summary_line(&s))
+}
+
+/// Runs `f` with SIGINT/SIGTERM setting the stop flag it is given, each signal acknowledged
+/// on the terminal from a thread of its own.
+fn with_signals(
+    f: impl FnOnce(Arc<AtomicBool>) -> Result<crate::run::Summary>,
+) -> Result<crate::run::Summary> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
-    // Every signal acknowledged on the terminal, from a thread of its own.
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
@@ -70,18 +87,14 @@ pub fn run(a: &RunArgs) -> Result<String> {
                 }
             }
         })?;
-    let opts = RunOptions {
-        bundle,
-        duration: a.seconds.map(Duration::from_secs_f64),
-        stop,
-        clear_estop: a.clear_estop,
-        lockstep: None,
-    };
-    let result = crate::run::run(&cfg, &opts);
+    let result = f(stop);
     signals_handle.close();
     let _ = acknowledge.join();
-    let s = result?;
-    Ok(format!(
+    result
+}
+
+fn summary_line(s: &crate::run::Summary) -> String {
+    format!(
         "{} cycles, {} missed deadlines, max lateness {:?}, final phase {}, phases {:?}, \
          {} goal entries limited, {} link drop(s), {} records dropped{}",
         s.cycles,
@@ -94,9 +107,64 @@ pub fn run(a: &RunArgs) -> Result<String> {
         s.link_downs,
         s.records_dropped,
         s.log
+            .as_ref()
             .map(|l| format!(", telemetry {}", l.display()))
             .unwrap_or_default()
-    ))
+    )
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IdentifyArgs {
+    /// Runtime configuration (TOML), found as `run` finds it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The bundle whose robot description and action map to use (default: the installed one).
+    /// Its policy does not run.
+    #[arg(long)]
+    pub bundle: Option<PathBuf>,
+    /// Override one config key, `KEY=VALUE` in TOML syntax (repeatable).
+    #[arg(long = "set")]
+    pub set: Vec<String>,
+    /// Clear a latched e-stop on the board at start-up.
+    #[arg(long)]
+    pub clear_estop: bool,
+    /// Print what would move and for how long, and move nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `clawrl-runtime identify`: prints the plan, then plays it through the normal loop; the
+/// telemetry log (`telemetry.dir` must be set) is what `clawrl sysid` reads.
+pub fn identify(a: &IdentifyArgs) -> Result<String> {
+    let cfg = RuntimeConfig::find_and_load(a.config.as_deref(), &a.set)?;
+    let path = match &a.bundle {
+        Some(b) => b.clone(),
+        None => crate::install::current_bundle(&cfg.install.root)?,
+    };
+    let bundle = crate::run::load_bundle(&cfg, &path)?;
+    let (plan, servos, groups) = crate::identify::plan(&cfg, &bundle)?;
+    let text = crate::identify::describe(&plan, &servos, &groups);
+    if a.dry_run {
+        return Ok(text);
+    }
+    if cfg.telemetry.dir.as_os_str().is_empty() {
+        anyhow::bail!("identify writes its measurements to the telemetry log: set telemetry.dir");
+    }
+    eprint!("{text}");
+    let seconds = cfg.safety.stand_s + cfg.safety.fade_s + plan.seconds();
+    with_signals(|stop| {
+        let opts = RunOptions {
+            bundle: path,
+            duration: Some(Duration::from_secs_f64(seconds)),
+            stop,
+            clear_estop: a.clear_estop,
+            lockstep: None,
+        };
+        crate::run::run_with(&cfg, &opts, |cfg, b| {
+            crate::identify::controller(cfg, b, plan)
+        })
+    })
+    .map(|s| summary_line(&s))
 }
 
 #[derive(Debug, clap::Args)]

@@ -20,6 +20,7 @@ pub mod cmd;
 pub mod command;
 pub mod config;
 pub mod controller;
+pub mod identify;
 pub mod inference;
 pub mod install;
 pub mod link;

@@ -23,6 +23,10 @@ enum Command {
     Status(install::RootArgs),
     /// Run the installed bundle on the robot until SIGINT/SIGTERM (or --seconds).
     Run(cmd::RunArgs),
+    /// With the robot on a stand, legs free: play a safe excitation of every joint group
+    /// (chirp, steps, PRBS inside the joint and speed limits) through the normal loop and log
+    /// it, for `clawrl sysid`. Prints what it will move and for how long first.
+    Identify(cmd::IdentifyArgs),
     /// Run a telemetry log's inputs through the policy again and compare every output.
     Replay(cmd::ReplayArgs),
     /// Write a telemetry log as MCAP (joint states, IMU, goals, command, action, phase as
@@ -58,7 +62,7 @@ fn main() {
     // Not while the robot runs: a log reader that goes away must not kill the process before
     // its stop sequence (halt, fade out, lower, torque off), as SIGPIPE's default would.
     #[cfg(unix)]
-    if matches!(cli.command, Command::Run(_)) {
+    if matches!(cli.command, Command::Run(_) | Command::Identify(_)) {
         // SAFETY: still before any other thread exists; SIG_IGN is valid.
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_IGN);
@@ -69,6 +73,7 @@ fn main() {
         Command::Rollback(a) => install::run_rollback(a),
         Command::Status(a) => install::run_status(a),
         Command::Run(a) => cmd::run(a),
+        Command::Identify(a) => cmd::identify(a),
         Command::Replay(a) => cmd::replay(a),
         Command::Mcap(a) => cmd::mcap(a),
         Command::CheckWiring(a) => cmd::check_wiring(a),

@@ -518,9 +518,19 @@ fn connect_info(
 
 /// Runs the robot until stopped.
 pub fn run(cfg: &RuntimeConfig, opts: &RunOptions) -> Result<Summary> {
+    run_with(cfg, opts, controller_for)
+}
+
+/// [`run`], with the controller `build` makes for the bundle (the bundle's student, or
+/// `identify`'s excitation): the same loop, safety machine, link and telemetry either way.
+pub fn run_with<P: Act>(
+    cfg: &RuntimeConfig,
+    opts: &RunOptions,
+    build: impl FnOnce(&RuntimeConfig, &Bundle) -> Result<ControlLoop<P>>,
+) -> Result<Summary> {
     let bundle = load_bundle(cfg, &opts.bundle)?;
     let mut control =
-        controller_for(cfg, &bundle)?.with_status(cfg.control.status_every_s, cfg.control.rate_hz);
+        build(cfg, &bundle)?.with_status(cfg.control.status_every_s, cfg.control.rate_hz);
     // The command source first: a gamepad that is not there refuses the run before the board
     // is touched.
     check_fixed_command(cfg, &bundle)?;

@@ -46,7 +46,13 @@ fn the_fit_recovers_hidden_servo_parameters_and_halves_the_held_out_error() {
     let rig = rig();
     let truth = hidden(&rig);
     let trace = rig.record(&plan(&rig).goals, &truth, TICK);
-    let f = fit(&rig, &[trace], &FitOptions::default()).unwrap();
+    // A narrower latency range than the default keeps the test short; the latency search
+    // over the whole range is hil-tests/tests/identify.rs's, through the loop.
+    let opts = FitOptions {
+        latency_steps: 0..=5,
+        ..FitOptions::default()
+    };
+    let f = fit(&rig, &[trace], &opts).unwrap();
     eprintln!("fit: {:.1} s, {} rollouts", f.seconds, f.rollouts);
     for (g, name) in rig.groups.names.iter().enumerate() {
         let (t, x) = (truth.groups[g].to_array(), f.fitted.groups[g].to_array());
@@ -124,4 +130,64 @@ fn bad_logs_get_a_clear_error() {
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
+}
+
+#[test]
+fn a_servo_model_beside_the_description_is_what_the_simulation_trains_on() {
+    // pup12's MJCF and description copied, with a fitted servo model beside them.
+    let dir = tempfile::tempdir().unwrap();
+    let src = clawrl_sim::repo_root().join("robots/pup12");
+    for f in ["pup12.xml", "robot.toml"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let model = dir.path().join("pup12.xml");
+    let task = |overrides: &[String]| {
+        let mut o = vec![format!("env.model={:?}", model.display().to_string())];
+        o.extend_from_slice(overrides);
+        TaskConfig::load(
+            clawrl_sim::repo_root().join("configs/task/pup12_flat.toml"),
+            &o,
+        )
+        .unwrap()
+    };
+    let before = clawrl_sim::quadruped::QuadrupedEnv::new(&task(&[]).on_stand()).unwrap();
+    let knee = before
+        .robot()
+        .servo_names
+        .iter()
+        .position(|n| n == "FL_knee")
+        .unwrap();
+    let nominal = before.servo_dynamics(knee);
+    std::fs::write(
+        dir.path().join("servo_model.toml"),
+        "latency_s = 0.004\n[group.knee]\nservos = [\"FL_knee\"]\nkp = 7.5\ndamping = 0.2\narmature = 0.01\nfrictionloss = 0.05\n",
+    )
+    .unwrap();
+    let after = clawrl_sim::quadruped::QuadrupedEnv::new(&task(&[]).on_stand()).unwrap();
+    let fitted = ServoDynamics {
+        kp: 7.5,
+        damping: 0.2,
+        armature: 0.01,
+        frictionloss: 0.05,
+    };
+    assert_ne!(nominal, fitted);
+    assert_eq!(after.servo_dynamics(knee), fitted);
+    // Randomisation scales around the fitted gain: strength 1.2 gives 9.0.
+    let mut strong = clawrl_sim::quadruped::QuadrupedEnv::new(&task(&[
+        "randomization.servo_strength=[1.2, 1.2]".into(),
+    ]))
+    .unwrap();
+    use clawrl_sim::Env;
+    strong.reset_in_place(3);
+    assert!((strong.servo_dynamics(knee).kp - 9.0).abs() < 1e-9);
+    // A servo the robot does not have is named.
+    std::fs::write(
+        dir.path().join("servo_model.toml"),
+        "latency_s = 0.004\n[group.knee]\nservos = [\"FL_kne\"]\nkp = 7.5\ndamping = 0.2\narmature = 0.01\nfrictionloss = 0.05\n",
+    )
+    .unwrap();
+    let e = clawrl_sim::quadruped::QuadrupedEnv::new(&task(&[]))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("no servo \"FL_kne\""), "{e}");
 }

@@ -10,9 +10,9 @@ use plotters::prelude::*;
 /// Servos drawn in the joint panel: the first leg's (hip abduction, hip pitch, knee).
 const JOINTS: usize = 3;
 /// One line of a panel: its legend, its points (time s, value), its colour.
-type Line<'a> = (&'a str, &'a [(f64, f64)], RGBColor);
+pub(crate) type Line<'a> = (&'a str, &'a [(f64, f64)], RGBColor);
 
-const COLOURS: [RGBColor; 3] = [
+pub(crate) const COLOURS: [RGBColor; 3] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
@@ -107,7 +107,7 @@ fn phases(s: &Series) -> String {
     format!("Loop timing; phases: {}", out.join(", "))
 }
 
-fn panel<DB: DrawingBackend>(
+pub(crate) fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     caption: &str,
     unit: &str,

@@ -19,6 +19,7 @@ pub mod observation;
 pub mod randomize;
 pub mod report;
 pub mod reward;
+pub mod servo_model;
 pub mod stand;
 
 use std::path::PathBuf;
@@ -96,6 +97,21 @@ impl Robot {
             }
         })?;
         let layout = Layout::new(&model, &robot)?;
+        // A servo model fitted to this robot (`clawrl sysid`), beside its description: the
+        // pristine model takes its values, so every episode's randomisation centres on them.
+        let fitted = robot
+            .path
+            .parent()
+            .map(|d| d.join(servo_model::FILE_NAME))
+            .filter(|p| p.is_file());
+        if let Some(path) = fitted {
+            servo_model::ServoModelFile::load(&path)?.apply(
+                &path,
+                &mut model,
+                &layout,
+                &robot.description.servo_names(),
+            )?;
+        }
         let action_map = action_map(&robot.description, &cfg.env);
         let d = &robot.description;
         let default_pose = d.stand_pose();

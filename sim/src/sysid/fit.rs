@@ -62,26 +62,52 @@ pub fn fit(rig: &Rig, traces: &[Trace], opts: &FitOptions) -> Result<Fit, TraceE
         );
     }
     let nominal = rig.nominal();
-    // A slow servo looks like a late one: latency and gain trade against each other, and the
-    // error has a valley of such pairs. The fit starts from a few latencies across the range,
-    // each fitted in full with the parameters, and keeps the best.
+    // A slow servo looks like a late one, and one leg joint's gain can stand in for its
+    // neighbour's: the error has valleys. So the fit goes in two stages. First the gains and
+    // the latency alone, from a few latencies across the range; then every parameter from
+    // each place the first stage ended, the best kept.
     let rollouts = AtomicUsize::new(0);
     let (lo, hi) = (
         *opts.latency_steps.start() as f64,
         *opts.latency_steps.end() as f64,
     );
     let starts: &[f64] = if hi > lo { &LATENCY_STARTS } else { &[0.0] };
-    let p = starts
+    let mut gains_only = opts.frozen.clone();
+    gains_only.extend(["damping", "armature", "frictionloss"].map(String::from));
+    let best = |a: &Problem, b: &Problem| {
+        a.residuals
+            .norm_squared()
+            .total_cmp(&b.residuals.norm_squared())
+    };
+    let firsts: Vec<ServoModel> = starts
         .par_iter()
         .map(|&q| {
-            let start = lo + q * (hi - lo);
-            Problem::new(rig, traces, opts, nominal.clone(), &rollouts, start).minimized()
+            let from = ServoModel {
+                latency_steps: lo + q * (hi - lo),
+                ..nominal.clone()
+            };
+            let p = Problem::new(rig, traces, opts, &nominal, &from, &gains_only, &rollouts);
+            let p = p.minimized();
+            p.model(&p.theta)
         })
-        .min_by(|a, b| {
-            a.residuals
-                .norm_squared()
-                .total_cmp(&b.residuals.norm_squared())
+        .collect();
+    // Where the first stages ended apart (a quarter step or more), each goes on to the second:
+    // the gains alone can prefer a latency the full model does not.
+    let mut distinct: Vec<ServoModel> = Vec::new();
+    for m in firsts {
+        if distinct
+            .iter()
+            .all(|d| (d.latency_steps - m.latency_steps).abs() >= 0.25)
+        {
+            distinct.push(m);
+        }
+    }
+    let p = distinct
+        .par_iter()
+        .map(|from| {
+            Problem::new(rig, traces, opts, &nominal, from, &opts.frozen, &rollouts).minimized()
         })
+        .min_by(best)
         .expect("at least one start");
     let fitted = p.model(&p.theta);
     let rollouts = rollouts.load(Ordering::Relaxed);
@@ -142,41 +168,49 @@ struct Problem<'a> {
 /// The `levenberg-marquardt` crate's patience: evaluations per parameter.
 const PATIENCE: usize = 30;
 /// Where in the latency's range the fits start.
-const LATENCY_STARTS: [f64; 3] = [0.15, 0.5, 0.85];
+const LATENCY_STARTS: [f64; 6] = [0.04, 0.12, 0.25, 0.4, 0.6, 0.85];
 
 /// Step of the finite differences, in θ (a 0.5 % change of the parameter).
 const FD_STEP: f64 = 5e-3;
 
 impl<'a> Problem<'a> {
-    /// The problem at nominal parameters and latency `start` (inside the range).
+    /// The problem starting at `from`, every parameter but the `frozen` free; θ = 0 is
+    /// `nominal`, the centre of the box.
     fn new(
         rig: &'a Rig,
         traces: &'a [Trace],
         opts: &FitOptions,
-        nominal: ServoModel,
+        nominal: &ServoModel,
+        from: &ServoModel,
+        frozen: &[String],
         rollouts: &'a AtomicUsize,
-        start: f64,
     ) -> Self {
         let free: Vec<(usize, usize)> = (0..nominal.groups.len())
             .flat_map(|g| (0..4).map(move |p| (g, p)))
-            .filter(|&(_, p)| !opts.frozen.iter().any(|f| f == ServoDynamics::NAMES[p]))
+            .filter(|&(_, p)| !frozen.iter().any(|f| f == ServoDynamics::NAMES[p]))
             .collect();
         let latency = (
             *opts.latency_steps.start() as f64,
             *opts.latency_steps.end() as f64,
         );
+        let bound = opts.bound.ln();
+        // θ of `from`: each transform of [`model`](Self::model) undone.
         let mut theta = DVector::zeros(free.len() + 1);
+        for (j, &(g, p)) in free.iter().enumerate() {
+            let factor = from.groups[g].to_array()[p] / nominal.groups[g].to_array()[p];
+            theta[j] = bound * (factor.ln() / bound).clamp(-0.99, 0.99).atanh();
+        }
         if latency.1 > latency.0 {
-            let x = (2.0 * (start - latency.0) / (latency.1 - latency.0) - 1.0).clamp(-0.99, 0.99);
-            theta[free.len()] = x.atanh();
+            let x = 2.0 * (from.latency_steps - latency.0) / (latency.1 - latency.0) - 1.0;
+            theta[free.len()] = x.clamp(-0.99, 0.99).atanh();
         }
         let mut p = Self {
             rig,
             traces,
             share: opts.train_share,
-            nominal,
+            nominal: nominal.clone(),
             free,
-            bound: opts.bound.ln(),
+            bound,
             latency,
             theta,
             residuals: DVector::zeros(0),

@@ -40,6 +40,10 @@ pub struct Rig {
     /// Physics steps per control cycle.
     pub decimation: usize,
     pub physics_dt: f64,
+    /// The servo board's slew limit (rad/s; `None`: goals reach the servo as steps): the
+    /// board moves its output towards a new goal at most this fast, a fact of the board
+    /// (its `max_slew_rad_per_s`), not of the servo being fitted.
+    pub slew_rad_s: Option<f64>,
 }
 
 impl Rig {
@@ -59,12 +63,19 @@ impl Rig {
         }
         let physics_dt = robot.model.opt().timestep;
         Ok(Self {
+            slew_rad_s: None,
             decimation: cfg.env.decimation,
             physics_dt,
             cfg,
             robot,
             groups,
         })
+    }
+
+    /// This rig with the board's slew limit (rad/s).
+    pub fn with_slew(mut self, rad_s: f64) -> Self {
+        self.slew_rad_s = Some(rad_s);
+        self
     }
 
     /// The robot's servo names, in action order.
@@ -146,6 +157,11 @@ impl Rig {
             model.latency_steps.fract(),
         );
         let mut held: Vec<f64> = trace.measured[0].clone();
+        // What the board drives the servo to: the goal in force, through its slew limit.
+        let mut output: Vec<f64> = held.clone();
+        let slew = self
+            .slew_rad_s
+            .map_or(f64::INFINITY, |s| s * self.physics_dt);
         let mut targets: Vec<Option<f64>> = held.iter().map(|&q| Some(q)).collect();
         let mut out = Vec::with_capacity(cycles);
         let cycles = cycles.min(trace.len());
@@ -159,18 +175,18 @@ impl Rig {
                     .checked_sub(whole)
                     .filter(|c| c % self.decimation == 0)
                     .and_then(|c| trace.goals[c / self.decimation].as_ref());
-                match arriving {
+                let mut goal_now = |i: usize| match arriving {
                     Some(g) => {
-                        for ((t, h), &g) in targets.iter_mut().zip(&mut held).zip(g) {
-                            *t = Some(part * *h + (1.0 - part) * g);
-                            *h = g;
-                        }
+                        let now = part * held[i] + (1.0 - part) * g[i];
+                        held[i] = g[i];
+                        now
                     }
-                    None => {
-                        for (t, &h) in targets.iter_mut().zip(&held) {
-                            *t = Some(h);
-                        }
-                    }
+                    None => held[i],
+                };
+                for (i, t) in targets.iter_mut().enumerate() {
+                    let goal = goal_now(i);
+                    output[i] += (goal - output[i]).clamp(-slew, slew);
+                    *t = Some(output[i]);
                 }
                 env.step_on_stand(&targets);
             }

@@ -122,23 +122,10 @@ pub struct Groups {
 }
 
 impl Groups {
-    /// Grouped by name with the leg's prefix dropped (`FL_knee`, `RR_knee` -> `knee`): the
-    /// text after the first `_`, or the whole name without one.
+    /// Grouped by name with the leg's prefix dropped
+    /// ([`clawrl_robot::excitation::group_by_joint`]).
     pub fn by_joint(servo_names: &[String]) -> Self {
-        let mut names: Vec<String> = Vec::new();
-        let of_servo = servo_names
-            .iter()
-            .map(|s| {
-                let g = s.split_once('_').map_or(s.as_str(), |(_, rest)| rest);
-                match names.iter().position(|n| n == g) {
-                    Some(i) => i,
-                    None => {
-                        names.push(g.to_string());
-                        names.len() - 1
-                    }
-                }
-            })
-            .collect();
+        let (names, of_servo) = clawrl_robot::excitation::group_by_joint(servo_names);
         Self { names, of_servo }
     }
 
