@@ -175,21 +175,23 @@ impl MujocoBody {
         })
     }
 
-    /// This body on a stand at its default pose, each servo `i` with `dynamics[i]` and every
-    /// target reaching the servos `delay_steps` physics steps late: servos that differ from
-    /// the model by amounts only the body knows, for identification to find.
-    pub fn on_stand(
-        mut self,
-        dynamics: &[clawrl_sim::quadruped::ServoDynamics],
-        delay_steps: usize,
-    ) -> Self {
-        for (i, d) in dynamics.iter().enumerate() {
-            self.env.set_servo_dynamics(i, *d);
-        }
+    /// This body with the servos `path` describes (a `servo_model.toml`: each named servo's
+    /// dynamics, and `latency_s` as the servos' own delay, whole physics steps): servos that
+    /// differ from the model by amounts only the body knows.
+    pub fn with_servos(mut self, path: &std::path::Path) -> Result<Self, SimError> {
+        use clawrl_sim::quadruped::servo_model::ServoModelFile;
+        let file = ServoModelFile::load(path)?;
+        self.env.apply_servo_model(&file, path)?;
+        let steps = (file.latency_s / self.env.physics_dt()).round() as usize;
+        self.delayed = (0..steps).map(|_| self.targets.clone()).collect();
+        Ok(self)
+    }
+
+    /// This body on a stand at its default pose: the torso held, the legs free.
+    pub fn on_stand(mut self) -> Self {
         let pose = self.env.robot().default_pose.clone();
         self.env.put_on_stand(&pose);
         self.stand = true;
-        self.delayed = (0..delay_steps).map(|_| self.targets.clone()).collect();
         self
     }
 
@@ -257,18 +259,19 @@ impl MujocoBody {
 }
 
 impl MujocoBody {
-    /// One physics step on the stand, the targets through the servos' delay line.
-    fn step_on_stand(&mut self) {
-        if self.delayed.is_empty() {
-            self.env.step_on_stand(&self.targets);
-            return;
+    /// One physics step, the targets through the servos' delay line, on the stand or not.
+    fn step_delayed(&mut self) {
+        let due = if self.delayed.is_empty() {
+            self.targets.clone()
+        } else {
+            self.delayed.push_back(self.targets.clone());
+            (self.delayed.pop_front()).expect("the delay line holds its length")
+        };
+        if self.stand {
+            self.env.step_on_stand(&due);
+        } else {
+            self.env.step_servos(&due);
         }
-        self.delayed.push_back(self.targets.clone());
-        let due = self
-            .delayed
-            .pop_front()
-            .expect("the delay line holds its length");
-        self.env.step_on_stand(&due);
     }
 }
 
@@ -284,8 +287,8 @@ impl Plant for MujocoBody {
         let dt = self.env.physics_dt();
         // Physics steps whole MuJoCo steps (2 ms) under the board's 1 ms ticks.
         while self.owed_s >= dt * (1.0 - 1e-6) {
-            if self.stand {
-                self.step_on_stand();
+            if self.stand || !self.delayed.is_empty() {
+                self.step_delayed();
                 self.owed_s -= dt;
                 self.steps += 1;
                 continue;

@@ -1,6 +1,6 @@
 //! Identification in the loop: `clawrl-runtime identify` (the real runtime, wire and firmware
 //! core) against a body on a stand whose servos differ from the model by amounts only the
-//! body knows. Its telemetry log is what `clawrl sysid` fits; the fit is judged against the
+//! body knows (hil-tests/fixtures/mismatched_servos.toml). Its telemetry log is what `clawrl sysid` fits; the fit is judged against the
 //! hidden values.
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clawrl_runtime::lockstep::Lockstep;
 use clawrl_runtime::run::{RunOptions, Summary};
-use clawrl_sim::quadruped::ServoDynamics;
+use clawrl_sim::quadruped::servo_model::ServoModelFile;
 use clawrl_sim::sysid::{Rig, ServoModel};
 
 use crate::body::{MujocoBody, Wiring};
@@ -18,68 +18,31 @@ use crate::bridge::Bridge;
 use crate::line::{BridgeConfig, Trace};
 use crate::scenario::{Setup, by_name, install, runtime_config, wiring};
 
-/// Servos unlike the model: per group (by joint name, `clawrl_robot::excitation::group_by_joint`)
-/// a factor on each parameter in [`ServoDynamics::NAMES`]' order, and a delay of their own.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HiddenServos {
-    /// (group, factors); a group not named keeps the model's servo.
-    pub factors: Vec<(String, [f64; 4])>,
-    /// Physics steps every target waits before it reaches the servos.
-    pub delay_steps: usize,
+/// The hidden body's servo model as the fit names it, per `rig`'s groups: each group's
+/// first servo's entry in `path` (a servo_model.toml; a servo it does not name keeps the
+/// model's). The latency is the file's extra delay in physics steps (the loop adds its own).
+pub fn truth(rig: &Rig, path: &std::path::Path) -> Result<ServoModel> {
+    let file = ServoModelFile::load(path)?;
+    let mut m = rig.nominal();
+    for g in 0..rig.groups.names.len() {
+        let first = &rig.servo_names()[rig.groups.members(g).next().expect("a group has servos")];
+        if let Some(e) = file.group.values().find(|e| e.servos.contains(first)) {
+            m.groups[g] = e.dynamics;
+        }
+    }
+    m.latency_steps = file.latency_s / rig.physics_dt;
+    Ok(m)
 }
 
-impl HiddenServos {
-    /// The mismatched robot: every group's gain -30 %, damping x2, friction x3; the
-    /// knees weaker still (gain -45 %, armature x1.5); 8 ms (two 4 ms steps) more delay.
-    pub fn mismatched() -> Self {
-        let legs = [0.7, 2.0, 1.0, 3.0];
-        Self {
-            factors: vec![
-                ("hip_abd".into(), legs),
-                ("hip_pitch".into(), legs),
-                ("knee".into(), [0.55, 2.0, 1.5, 3.0]),
-                ("claw".into(), legs),
-            ],
-            delay_steps: 2,
-        }
-    }
-
-    /// Servos as the model has them: what identification finds is the loop's own latency.
-    pub fn nominal() -> Self {
-        Self {
-            factors: Vec::new(),
-            delay_steps: 0,
-        }
-    }
-
-    /// The servo model of these servos as the fit names it, per `rig`'s groups. The latency
-    /// is NaN: the loop adds its own, known only to a fit (of the nominal body).
-    pub fn model(&self, rig: &Rig) -> ServoModel {
-        let mut m = rig.nominal();
-        for g in 0..rig.groups.names.len() {
-            let member = rig.groups.members(g).next().expect("a group has servos");
-            m.groups[g] = m.groups[g].scaled(self.factors_of(&rig.servo_names()[member]));
-        }
-        m.latency_steps = f64::NAN;
-        m
-    }
-
-    /// The factors of the group servo `name` belongs to (ones for a group not named).
-    pub fn factors_of(&self, name: &str) -> [f64; 4] {
-        let (groups, of) = clawrl_robot::excitation::group_by_joint(&[name.to_string()]);
-        let group = &groups[of[0]];
-        self.factors
-            .iter()
-            .find(|(g, _)| g == group)
-            .map_or([1.0; 4], |(_, f)| *f)
-    }
-}
-
-/// Runs `clawrl-runtime identify` on `setup`'s bundle against a body on a stand with `hidden`
-/// servos (lockstep or real time as `setup` says). Returns the plan as printed, the run's
+/// Runs `clawrl-runtime identify` on `setup`'s bundle against a body on a stand, its servos
+/// `body_servos`'s (a servo_model.toml; `None`: the model's), lockstep or real time as `setup`
+/// says. Returns the plan as printed, the run's
 /// summary (its telemetry log in `summary.log`) and what the body saw (every servo output
 /// checked against the joint limits).
-pub fn identify(setup: &Setup, hidden: &HiddenServos) -> Result<(String, Summary, Trace)> {
+pub fn identify(
+    setup: &Setup,
+    body_servos: Option<&std::path::Path>,
+) -> Result<(String, Summary, Trace)> {
     std::fs::create_dir_all(&setup.dir)?;
     let setup = &Setup {
         dir: std::fs::canonicalize(&setup.dir)?,
@@ -99,14 +62,13 @@ pub fn identify(setup: &Setup, hidden: &HiddenServos) -> Result<(String, Summary
         lockstep: lockstep.clone(),
     };
     let task = setup.task.clone().on_stand();
-    let (seed, hidden) = (setup.seed, hidden.clone());
+    let (seed, servos) = (setup.seed, body_servos.map(std::path::Path::to_path_buf));
     let body = move || {
-        let body = MujocoBody::new(&task, seed, body_wiring, believed)?;
-        let env = body.env();
-        let dynamics: Vec<ServoDynamics> = (env.robot().servo_names.iter().enumerate())
-            .map(|(i, name)| env.servo_dynamics(i).scaled(hidden.factors_of(name)))
-            .collect();
-        Ok(body.on_stand(&dynamics, hidden.delay_steps))
+        let mut body = MujocoBody::new(&task, seed, body_wiring, believed)?;
+        if let Some(path) = &servos {
+            body = body.with_servos(path)?;
+        }
+        Ok(body.on_stand())
     };
     let bridge = Bridge::spawn(&setup.dir, firmware, body, bridge_cfg)?;
     let cfg = runtime_config(setup, bridge.port(), &s, None)?;

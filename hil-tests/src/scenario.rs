@@ -95,6 +95,9 @@ pub struct Scenario {
     /// The runtime listens for command datagrams on this loopback port (a person driving with
     /// `clawrl teleop`); `None`: a free port when `teleop` has segments.
     pub listen: Option<u16>,
+    /// The body's servos as this file says (a servo_model.toml: a robot whose servos are not
+    /// the model's); `None`: the model's.
+    pub body_servos: Option<PathBuf>,
 }
 
 /// One stretch of a live drive, in seconds after the policy takes over.
@@ -189,6 +192,7 @@ impl Scenario {
             floor: None,
             teleop: Vec::new(),
             listen: None,
+            body_servos: None,
         }
     }
 
@@ -636,7 +640,14 @@ pub fn run(s: &Scenario, setup: &Setup) -> Result<Outcome> {
         lockstep: lockstep.clone(),
     };
     let (task, seed) = (s.task(&setup.task), setup.seed);
-    let body = move || Ok(MujocoBody::new(&task, seed, body_wiring, believed)?);
+    let servos = s.body_servos.clone();
+    let body = move || {
+        let body = MujocoBody::new(&task, seed, body_wiring, believed)?;
+        Ok(match &servos {
+            Some(path) => body.with_servos(path)?,
+            None => body,
+        })
+    };
     let bridge = match &setup.board {
         None => Bridge::spawn(&setup.dir, firmware, body, bridge_cfg)?,
         Some(b) => {

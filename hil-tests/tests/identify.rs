@@ -2,7 +2,7 @@
 //! on a stand whose servos differ from the model, then `clawrl sysid`'s fit of its log.
 use std::path::{Path, PathBuf};
 
-use clawrl_hil_tests::identify::{HiddenServos, identify, log_of, trace_of};
+use clawrl_hil_tests::identify::{identify, log_of, trace_of, truth};
 use clawrl_hil_tests::line::Clocking;
 use clawrl_hil_tests::scenario::Setup;
 use clawrl_sim::quadruped::{Robot, ServoDynamics, TaskConfig};
@@ -40,8 +40,8 @@ fn rig() -> Rig {
 #[test]
 fn identify_moves_inside_the_limits_and_sysid_recovers_the_hidden_servos() {
     let dir = tempfile::tempdir().unwrap();
-    let hidden = HiddenServos::mismatched();
-    let (plan, summary, trace) = identify(&setup(dir.path()), &hidden).unwrap();
+    let body = repo().join("hil-tests/fixtures/mismatched_servos.toml");
+    let (plan, summary, trace) = identify(&setup(dir.path()), Some(&body)).unwrap();
     assert!(plan.contains("knee"), "{plan}");
     // Nothing outside the joint limits reached a servo, and the excitation asked for nothing
     // the safety machine had to hold back (speed or limits).
@@ -69,7 +69,7 @@ fn identify_moves_inside_the_limits_and_sysid_recovers_the_hidden_servos() {
     }
 
     let f = fit(&rig, &[t], &FitOptions::default()).unwrap();
-    let truth = hidden.model(&rig);
+    let truth = truth(&rig, &body).unwrap();
     for (g, name) in rig.groups.names.iter().enumerate() {
         let (x, want) = (f.fitted.groups[g].to_array(), truth.groups[g].to_array());
         for p in 0..4 {
@@ -101,7 +101,7 @@ fn identify_moves_inside_the_limits_and_sysid_recovers_the_hidden_servos() {
 fn a_run_log_without_excitation_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     // A body whose servos are the model's, and a truncated copy of its log.
-    let (_, summary, _) = identify(&setup(dir.path()), &HiddenServos::nominal()).unwrap();
+    let (_, summary, _) = identify(&setup(dir.path()), None).unwrap();
     let log = log_of(&summary).unwrap();
     let bytes = std::fs::read(&log).unwrap();
     let cut = dir.path().join("cut.log");

@@ -47,6 +47,11 @@ pub struct Args {
     /// With --teleop: seconds of driving before the runtime stops the robot.
     #[arg(long, default_value_t = 120.0)]
     drive_seconds: f64,
+    /// The body's servos as this servo_model.toml says, not the model's (for example
+    /// hil-tests/fixtures/mismatched_servos.toml): how a policy copes with servos it was not
+    /// trained on. The pure simulation keeps the task's.
+    #[arg(long, value_name = "FILE")]
+    body_servos: Option<PathBuf>,
     /// Report, pictures and scratch files.
     #[arg(long, default_value = "runs/hil")]
     out: PathBuf,
@@ -77,7 +82,7 @@ pub fn run(a: Args) -> Result<()> {
         }
         return Ok(());
     }
-    let chosen = if let Some(port) = a.teleop {
+    let mut chosen = if let Some(port) = a.teleop {
         vec![scenario::live_drive(port, a.drive_seconds)]
     } else if a.scenarios.is_empty() {
         scenario::scenarios()
@@ -87,6 +92,13 @@ pub fn run(a: Args) -> Result<()> {
             .map(|n| scenario::by_name(n))
             .collect::<Result<Vec<_>>>()?
     };
+    if let Some(file) = &a.body_servos {
+        let file = std::fs::canonicalize(clawrl_sim::resolve(file))
+            .with_context(|| format!("--body-servos {}", file.display()))?;
+        for s in &mut chosen {
+            s.body_servos = Some(file.clone());
+        }
+    }
     // Before anything moves: the bundle must be readable and made for this robot.
     let bundle = clawrl_bundle::read(&a.bundle, &clawrl_bundle::Trust::default())
         .with_context(|| format!("--bundle {}", a.bundle.display()))?;

@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clawrl_hil_tests::identify::HiddenServos;
 use clawrl_sim::quadruped::{ServoDynamics, TaskConfig};
 use clawrl_sim::sysid::{Fit, FitOptions, Groups, Rig, ServoModel, Trace};
 use plotters::prelude::*;
@@ -17,14 +16,13 @@ pub struct Args {
     /// Telemetry logs of `clawrl-runtime identify` (copied off the robot).
     #[arg(required_unless_present = "hil")]
     logs: Vec<PathBuf>,
-    /// Make the log first: identify in the loop (lockstep) with this bundle against the
-    /// mismatched body (servo gain -30 %, damping x2, friction x3, knees weaker, +8 ms),
-    /// and print the recovery against those hidden values.
+    /// Make the log first: identify in the loop (lockstep) with this bundle against a body on
+    /// a stand with the servos of --hil-body, and print the recovery against them.
     #[arg(long, value_name = "BUNDLE", conflicts_with = "logs")]
     hil: Option<PathBuf>,
-    /// With --hil: the body's servos as the model has them (`nominal`: what the loop itself
-    /// adds, its latency) or unlike it (`mismatched`).
-    #[arg(long, default_value = "mismatched", value_parser = ["mismatched", "nominal"])]
+    /// With --hil: the body's servos (a servo_model.toml; `nominal`: the model's own, to
+    /// measure what the loop itself adds, its latency).
+    #[arg(long, default_value = "hil-tests/fixtures/mismatched_servos.toml")]
     hil_body: String,
     /// The robot's task: its MJCF and physics rate.
     #[arg(long, default_value = "configs/task/quadruped_flat.toml")]
@@ -48,13 +46,11 @@ pub fn run(a: Args) -> Result<()> {
     std::fs::create_dir_all(&a.out).with_context(|| a.out.display().to_string())?;
     let (logs, hidden) = match &a.hil {
         Some(bundle) => {
-            let hidden = match a.hil_body.as_str() {
-                "nominal" => HiddenServos::nominal(),
-                _ => HiddenServos::mismatched(),
-            };
+            let body =
+                (a.hil_body != "nominal").then(|| clawrl_sim::resolve(Path::new(&a.hil_body)));
             (
-                vec![identify_in_loop(&a, bundle, &task, &hidden)?],
-                Some(hidden),
+                vec![identify_in_loop(&a, bundle, &task, body.as_deref())?],
+                body,
             )
         }
         None => (a.logs.clone(), None),
@@ -77,7 +73,10 @@ pub fn run(a: Args) -> Result<()> {
         rayon::current_num_threads()
     );
     let f = clawrl_sim::sysid::fit(&rig, &traces, &FitOptions::default())?;
-    let truth = hidden.map(|h| h.model(&rig));
+    let truth = hidden
+        .as_deref()
+        .map(|b| clawrl_hil_tests::identify::truth(&rig, b))
+        .transpose()?;
     let text = table(&rig, &f, truth.as_ref());
     print!("{text}");
     std::fs::write(a.out.join("sysid.txt"), &text)?;
@@ -89,12 +88,12 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// Runs identify in the loop against a body with `hidden` servos; returns its log.
+/// Runs identify in the loop against a body with `body`'s servos; returns its log.
 fn identify_in_loop(
     a: &Args,
     bundle: &Path,
     task: &TaskConfig,
-    hidden: &HiddenServos,
+    body: Option<&Path>,
 ) -> Result<PathBuf> {
     let setup = clawrl_hil_tests::scenario::Setup {
         bundle: bundle.to_path_buf(),
@@ -107,7 +106,7 @@ fn identify_in_loop(
         miswiring: Vec::new(),
     };
     let started = std::time::Instant::now();
-    let (plan, summary, trace) = clawrl_hil_tests::identify::identify(&setup, hidden)?;
+    let (plan, summary, trace) = clawrl_hil_tests::identify::identify(&setup, body)?;
     eprint!("{plan}");
     let log = clawrl_hil_tests::identify::log_of(&summary)?;
     eprintln!(
@@ -128,7 +127,7 @@ fn table(rig: &Rig, f: &Fit, truth: Option<&ServoModel>) -> String {
     let _ = writeln!(
         s,
         "{:<10} {:<13} {:>10} {:>10} {:>10} {:>8}",
-        "group", "parameter", "nominal", "fitted", "hidden", "error"
+        "group", "parameter", "model", "fitted", "body", "error"
     );
     for (g, name) in rig.groups.names.iter().enumerate() {
         let (n, x) = (

@@ -85,3 +85,18 @@ impl ServoModelFile {
         Ok(())
     }
 }
+
+impl super::QuadrupedEnv {
+    /// Writes `file`'s servo dynamics (read from `path`) into this environment's model until
+    /// its next reset: a body whose servos are the file's, whatever the episode drew.
+    pub fn apply_servo_model(
+        &mut self,
+        file: &ServoModelFile,
+        path: &Path,
+    ) -> Result<(), SimError> {
+        let names = self.robot.servo_names.clone();
+        // SAFETY: `apply` changes parameter values only, never sizes or addresses.
+        let model = unsafe { self.data.model_mut() };
+        file.apply(path, model, &self.robot.layout, &names)
+    }
+}
