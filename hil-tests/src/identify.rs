@@ -112,6 +112,7 @@ pub fn log_of(summary: &Summary) -> Result<PathBuf> {
 /// a log of a robot with another servo count is refused by name.
 pub fn trace_of(rig: &Rig, log: &std::path::Path) -> Result<clawrl_sim::sysid::Trace> {
     let m = clawrl_runtime::identify::measurements(log)?;
+    m.check_on_stand(log)?;
     let names = rig.servo_names();
     if m.servos != names.len() {
         anyhow::bail!(

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clawrl_hil_tests::identify::{identify, log_of, trace_of, truth};
 use clawrl_hil_tests::line::Clocking;
-use clawrl_hil_tests::scenario::Setup;
+use clawrl_hil_tests::scenario::{self, Setup};
 use clawrl_sim::quadruped::{Robot, ServoDynamics, TaskConfig};
 use clawrl_sim::sysid::{FitOptions, Groups, Rig, fit};
 
@@ -98,7 +98,7 @@ fn identify_moves_inside_the_limits_and_sysid_recovers_the_hidden_servos() {
 }
 
 #[test]
-fn a_run_log_without_excitation_is_refused_by_name() {
+fn logs_not_made_on_a_stand_by_identify_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     // A body whose servos are the model's, and a truncated copy of its log.
     let (_, summary, _) = identify(&setup(dir.path()), None).unwrap();
@@ -110,6 +110,14 @@ fn a_run_log_without_excitation_is_refused_by_name() {
     let t = trace_of(&rig, &cut).unwrap();
     let e = fit(&rig, &[t], &FitOptions::default()).unwrap_err();
     assert!(e.to_string().contains("truncated"), "{e}");
+    // A walk's log: the servos moved, but so did the body, which a stand holds still.
+    let walk = scenario::run(
+        &scenario::by_name("walk").unwrap(),
+        &setup(&dir.path().join("walk")),
+    )
+    .unwrap();
+    let e = trace_of(&rig, &log_of(&walk.summary).unwrap()).unwrap_err();
+    assert!(format!("{e:#}").contains("a stand holds it under"), "{e:#}");
     // Not a log at all.
     let junk = dir.path().join("junk.log");
     std::fs::write(&junk, "not a log, ".repeat(20)).unwrap();

@@ -141,6 +141,29 @@ pub struct Measurements {
     pub goals: Vec<Option<Vec<f64>>>,
     /// Per cycle, the newest angles read (rad); a cycle without a new reading repeats the last.
     pub measured: Vec<Vec<f64>>,
+    /// The largest body rate the IMU read while the plan played (rad/s, the gyro's norm): a
+    /// robot on a stand reads next to none; a walking one, a log not of `identify`, much more.
+    pub max_body_rate: f64,
+}
+
+/// Above this body rate (rad/s) a log was not made on a stand: the fit, which holds the torso
+/// still, would explain the body's motion with the servos' parameters.
+pub const STAND_BODY_RATE: f64 = 0.3;
+
+impl Measurements {
+    /// An error naming the log when the body moved more than a stand allows.
+    pub fn check_on_stand(&self, log: &std::path::Path) -> Result<()> {
+        if self.max_body_rate > STAND_BODY_RATE {
+            anyhow::bail!(
+                "{}: the body turned at up to {:.2} rad/s while the servos moved (a stand holds \
+                 it under {STAND_BODY_RATE}): not a log of `clawrl-runtime identify` with the \
+                 robot on a stand",
+                log.display(),
+                self.max_body_rate
+            );
+        }
+        Ok(())
+    }
 }
 
 /// Reads `log` (a telemetry log of `clawrl-runtime identify`).
@@ -153,6 +176,7 @@ pub fn measurements(log: &std::path::Path) -> Result<Measurements> {
         rate_hz,
         goals: Vec::new(),
         measured: Vec::new(),
+        max_body_rate: 0.0,
     };
     let mut last: Option<Vec<f64>> = None;
     while let Some(r) = reader
@@ -176,6 +200,11 @@ pub fn measurements(log: &std::path::Path) -> Result<Measurements> {
         let Some(measured) = last.clone() else {
             continue;
         };
+        if let Some(st) = &r.input.state {
+            let g = st.sensors.gyro;
+            let rate = (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]).sqrt();
+            m.max_body_rate = m.max_body_rate.max(rate);
+        }
         // The goals as they went on the wire: in whole ticks.
         let sent = |_| {
             (r.ticks[..n].iter())

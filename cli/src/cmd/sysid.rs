@@ -24,6 +24,10 @@ pub struct Args {
     /// measure what the loop itself adds, its latency).
     #[arg(long, default_value = "hil-tests/fixtures/mismatched_servos.toml")]
     hil_body: String,
+    /// The robot, by its description's name (robots/NAME/): its flat task
+    /// (configs/task/NAME_flat.toml; the claw-foot robot's is quadruped_flat.toml).
+    #[arg(long, conflicts_with = "task")]
+    robot: Option<String>,
     /// The robot's task: its MJCF and physics rate.
     #[arg(long, default_value = "configs/task/quadruped_flat.toml")]
     task: PathBuf,
@@ -41,8 +45,20 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let task_path = clawrl_sim::resolve(&a.task);
-    let task = TaskConfig::load(&task_path, &[]).with_context(|| a.task.display().to_string())?;
+    let task_file = match &a.robot {
+        Some(name) => {
+            let prefix = if name == "claw_quadruped" {
+                "quadruped"
+            } else {
+                name
+            };
+            PathBuf::from(format!("configs/task/{prefix}_flat.toml"))
+        }
+        None => a.task.clone(),
+    };
+    let task_path = clawrl_sim::resolve(&task_file);
+    let task =
+        TaskConfig::load(&task_path, &[]).with_context(|| task_file.display().to_string())?;
     std::fs::create_dir_all(&a.out).with_context(|| a.out.display().to_string())?;
     let (logs, hidden) = match &a.hil {
         Some(bundle) => {
@@ -56,6 +72,13 @@ pub fn run(a: Args) -> Result<()> {
         None => (a.logs.clone(), None),
     };
     let robot = clawrl_sim::quadruped::Robot::load(&task)?;
+    if let Some(name) = a.robot.as_ref().filter(|n| **n != robot.name) {
+        anyhow::bail!(
+            "--robot {name}: {} drives {}",
+            task_file.display(),
+            robot.name
+        );
+    }
     let mut rig = Rig::new(&task, Groups::by_joint(&robot.servo_names))?;
     if a.board_slew > 0.0 {
         rig = rig.with_slew(a.board_slew);
