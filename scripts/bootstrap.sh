@@ -47,4 +47,6 @@ if [ ! -d third_party/pymcap/mcap ]; then
     python3 -m pip install -q --disable-pip-version-check --target third_party/pymcap mcap==1.6.0 ||
         echo "bootstrap: could not install the Python mcap reader; hil-tests/tests/mcap.rs will fail" >&2
 fi
-
+# Ray, for `clawrl sweep` only (its own environment under third_party/ray; best effort: without
+# it that command and cli/tests/sweep.rs fail, naming scripts/setup-ray.sh).
+scripts/setup-ray.sh || echo "bootstrap: could not install Ray; clawrl sweep and cli/tests/sweep.rs will fail" >&2

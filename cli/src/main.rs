@@ -43,6 +43,9 @@ enum Command {
     /// latency) to `clawrl-runtime identify` logs; `--hil BUNDLE` makes the log in the loop
     /// against servos that differ from the model.
     Sysid(cmd::sysid::Args),
+    /// Run a sweep file's trials (grid, random draws, seeds) on Ray Tune with ASHA early
+    /// stopping, each trial a `clawrl train`; one table and the best trial's run file.
+    Sweep(cmd::sweep::Args),
 }
 
 fn main() {
@@ -75,6 +78,7 @@ fn main() {
         Command::SlopeCurve(a) => cmd::slope_curve::run(a),
         Command::Teleop(a) => cmd::teleop::run(a),
         Command::Sysid(a) => cmd::sysid::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

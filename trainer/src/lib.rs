@@ -21,6 +21,7 @@ pub mod runner;
 pub mod slope_curve;
 pub mod source;
 pub mod storage;
+pub mod sweep;
 pub mod task;
 pub mod tracking;
 pub mod video;

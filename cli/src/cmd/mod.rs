@@ -15,6 +15,7 @@ pub mod robot;
 pub mod serve;
 pub mod simulate;
 pub mod slope_curve;
+pub mod sweep;
 pub mod sysid;
 pub mod teleop;
 pub mod train;
