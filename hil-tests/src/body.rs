@@ -259,18 +259,24 @@ impl MujocoBody {
 }
 
 impl MujocoBody {
-    /// One physics step, the targets through the servos' delay line, on the stand or not.
-    fn step_delayed(&mut self) {
+    /// One physics step, the targets through the servos' delay line (empty unless the body's
+    /// servos have a delay of their own), on the stand or not.
+    fn step_physics(&mut self) {
+        let popped;
         let due = if self.delayed.is_empty() {
-            self.targets.clone()
+            &self.targets
         } else {
             self.delayed.push_back(self.targets.clone());
-            (self.delayed.pop_front()).expect("the delay line holds its length")
+            popped = self
+                .delayed
+                .pop_front()
+                .expect("the delay line holds its length");
+            &popped
         };
         if self.stand {
-            self.env.step_on_stand(&due);
+            self.env.step_on_stand(due);
         } else {
-            self.env.step_servos(&due);
+            self.env.step_servos(due);
         }
     }
 }
@@ -287,13 +293,7 @@ impl Plant for MujocoBody {
         let dt = self.env.physics_dt();
         // Physics steps whole MuJoCo steps (2 ms) under the board's 1 ms ticks.
         while self.owed_s >= dt * (1.0 - 1e-6) {
-            if self.stand || !self.delayed.is_empty() {
-                self.step_delayed();
-                self.owed_s -= dt;
-                self.steps += 1;
-                continue;
-            }
-            self.env.step_servos(&self.targets);
+            self.step_physics();
             self.owed_s -= dt;
             self.steps += 1;
         }

@@ -447,6 +447,24 @@ pub struct Setup {
     pub miswiring: Vec<Miswiring>,
 }
 
+impl Setup {
+    /// The usual set-up of a test or a user's run: `bundle` on the runtime config
+    /// `runtime_config`, the shipped flat task, seed 1, lockstep with the virtual board, the
+    /// body wired as described, scratch files in `dir`. Change a field with `..`.
+    pub fn lockstep(bundle: PathBuf, runtime_config: PathBuf, dir: &Path) -> Result<Self> {
+        Ok(Self {
+            bundle,
+            seed: 1,
+            clocking: Clocking::Lockstep,
+            task: TaskConfig::flat()?,
+            runtime_config,
+            dir: dir.to_path_buf(),
+            board: None,
+            miswiring: Vec::new(),
+        })
+    }
+}
+
 /// A robot wired other than its description says: what a wiring check must name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Miswiring {

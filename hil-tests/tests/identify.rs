@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 
 use clawrl_hil_tests::identify::{identify, log_of, trace_of, truth};
-use clawrl_hil_tests::line::Clocking;
 use clawrl_hil_tests::scenario::{self, Setup};
 use clawrl_sim::quadruped::{Robot, ServoDynamics, TaskConfig};
 use clawrl_sim::sysid::{FitOptions, Groups, Rig, fit};
@@ -16,16 +15,12 @@ fn repo() -> PathBuf {
 }
 
 fn setup(dir: &Path) -> Setup {
-    Setup {
-        bundle: repo().join("hil-tests/fixtures/student.clawrl"),
-        seed: 1,
-        clocking: Clocking::Lockstep,
-        task: TaskConfig::flat().unwrap(),
-        runtime_config: repo().join("configs/runtime/robot.toml"),
-        dir: dir.to_path_buf(),
-        board: None,
-        miswiring: Vec::new(),
-    }
+    Setup::lockstep(
+        repo().join("hil-tests/fixtures/student.clawrl"),
+        repo().join("configs/runtime/robot.toml"),
+        dir,
+    )
+    .unwrap()
 }
 
 fn rig() -> Rig {

@@ -5,10 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use clawrl_hil_tests::line::Clocking;
 use clawrl_hil_tests::report;
 use clawrl_hil_tests::scenario::{self, Setup};
-use clawrl_sim::quadruped::TaskConfig;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -25,14 +23,8 @@ fn slope_student() -> PathBuf {
 
 fn setup(dir: &Path) -> Setup {
     Setup {
-        bundle: student(),
         seed: 3,
-        clocking: Clocking::Lockstep,
-        task: TaskConfig::flat().unwrap(),
-        runtime_config: repo().join("configs/runtime/robot.toml"),
-        dir: dir.to_path_buf(),
-        board: None,
-        miswiring: Vec::new(),
+        ..Setup::lockstep(student(), repo().join("configs/runtime/robot.toml"), dir).unwrap()
     }
 }
 

@@ -4,9 +4,7 @@
 //! the torque on, naming the servo; the robot as described passes both.
 use std::path::{Path, PathBuf};
 
-use clawrl_hil_tests::line::Clocking;
 use clawrl_hil_tests::scenario::{self, Miswiring, Setup};
-use clawrl_sim::quadruped::TaskConfig;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -19,14 +17,13 @@ const FR_KNEE: usize = 5;
 
 fn setup(dir: &Path, miswiring: Vec<Miswiring>) -> Setup {
     Setup {
-        bundle: repo().join("hil-tests/fixtures/student.clawrl"),
-        seed: 1,
-        clocking: Clocking::Lockstep,
-        task: TaskConfig::flat().unwrap(),
-        runtime_config: repo().join("configs/runtime/robot.toml"),
-        dir: dir.to_path_buf(),
-        board: None,
         miswiring,
+        ..Setup::lockstep(
+            repo().join("hil-tests/fixtures/student.clawrl"),
+            repo().join("configs/runtime/robot.toml"),
+            dir,
+        )
+        .unwrap()
     }
 }
 

@@ -12,17 +12,26 @@ use crate::run::RunOptions;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub robot: RobotArgs,
+    /// Stop (lower the robot, torque off) after this many seconds.
+    #[arg(long)]
+    pub seconds: Option<f64>,
+}
+
+/// What `run` and `identify` both take: the config, the bundle, overrides and the e-stop.
+#[derive(clap::Args, Debug)]
+pub struct RobotArgs {
     /// Runtime configuration (TOML). Default: $CLAWRL_RUNTIME_CONFIG, else
     /// /etc/clawrl/robot.toml, else configs/runtime/robot.toml (relative to the current
     /// directory), the first that exists.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Run this bundle instead of the installed one (`install.root` of the config).
+    /// Run this bundle instead of the installed one (`install.root` of the config). For
+    /// `identify`, the bundle whose robot description and action map to use (its policy does
+    /// not run).
     #[arg(long)]
     pub bundle: Option<PathBuf>,
-    /// Stop (lower the robot, torque off) after this many seconds.
-    #[arg(long)]
-    pub seconds: Option<f64>,
     /// Override one config key, `KEY=VALUE` in TOML syntax (repeatable).
     #[arg(long = "set")]
     pub set: Vec<String>,
@@ -33,18 +42,26 @@ pub struct RunArgs {
     pub clear_estop: bool,
 }
 
+impl RobotArgs {
+    /// The config found and loaded, and the bundle's path (the installed one by default).
+    fn load(&self) -> Result<(RuntimeConfig, PathBuf)> {
+        let cfg = RuntimeConfig::find_and_load(self.config.as_deref(), &self.set)?;
+        let bundle = match &self.bundle {
+            Some(b) => b.clone(),
+            None => crate::install::current_bundle(&cfg.install.root)?,
+        };
+        Ok((cfg, bundle))
+    }
+}
+
 pub fn run(a: &RunArgs) -> Result<String> {
-    let cfg = RuntimeConfig::find_and_load(a.config.as_deref(), &a.set)?;
-    let bundle = match &a.bundle {
-        Some(b) => b.clone(),
-        None => crate::install::current_bundle(&cfg.install.root)?,
-    };
+    let (cfg, bundle) = a.robot.load()?;
     with_signals(|stop| {
         let opts = RunOptions {
             bundle,
             duration: a.seconds.map(Duration::from_secs_f64),
             stop,
-            clear_estop: a.clear_estop,
+            clear_estop: a.robot.clear_estop,
             lockstep: None,
         };
         crate::run::run(&cfg, &opts)
@@ -115,19 +132,8 @@ fn summary_line(s: &crate::run::Summary) -> String {
 
 #[derive(Debug, clap::Args)]
 pub struct IdentifyArgs {
-    /// Runtime configuration (TOML), found as `run` finds it.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// The bundle whose robot description and action map to use (default: the installed one).
-    /// Its policy does not run.
-    #[arg(long)]
-    pub bundle: Option<PathBuf>,
-    /// Override one config key, `KEY=VALUE` in TOML syntax (repeatable).
-    #[arg(long = "set")]
-    pub set: Vec<String>,
-    /// Clear a latched e-stop on the board at start-up.
-    #[arg(long)]
-    pub clear_estop: bool,
+    #[command(flatten)]
+    pub robot: RobotArgs,
     /// Print what would move and for how long, and move nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -136,11 +142,7 @@ pub struct IdentifyArgs {
 /// `clawrl-runtime identify`: prints the plan, then plays it through the normal loop; the
 /// telemetry log (`telemetry.dir` must be set) is what `clawrl sysid` reads.
 pub fn identify(a: &IdentifyArgs) -> Result<String> {
-    let cfg = RuntimeConfig::find_and_load(a.config.as_deref(), &a.set)?;
-    let path = match &a.bundle {
-        Some(b) => b.clone(),
-        None => crate::install::current_bundle(&cfg.install.root)?,
-    };
+    let (cfg, path) = a.robot.load()?;
     let bundle = crate::run::load_bundle(&cfg, &path)?;
     let (plan, servos, groups) = crate::identify::plan(&cfg, &bundle)?;
     let text = crate::identify::describe(&plan, &servos, &groups);
@@ -157,7 +159,7 @@ pub fn identify(a: &IdentifyArgs) -> Result<String> {
             bundle: path,
             duration: Some(Duration::from_secs_f64(seconds)),
             stop,
-            clear_estop: a.clear_estop,
+            clear_estop: a.robot.clear_estop,
             lockstep: None,
         };
         crate::run::run_with(&cfg, &opts, |cfg, b| {

@@ -9,9 +9,8 @@ use clawrl_bundle::Bundle;
 use clawrl_robot::excitation::{ExcitationSpec, ExcitedServo, Plan, group_by_joint};
 
 use crate::config::RuntimeConfig;
-use crate::controller::{Act, Controller};
+use crate::controller::Act;
 use crate::inference::InferenceError;
-use crate::observation::ObservationBuilder;
 use crate::run::ControlLoop;
 
 /// The plan as a policy: each call is the next cycle's goals, written as the action that the
@@ -105,28 +104,14 @@ pub fn controller(
     bundle: &Bundle,
     plan: Plan,
 ) -> Result<ControlLoop<Excitation>> {
-    let m = &bundle.manifest;
-    let map = m
-        .action
-        .map
-        .clone()
-        .ok_or_else(|| anyhow::anyhow!("bundle {}: no action map", bundle.path.display()))?;
-    let obs = ObservationBuilder::from_manifest(m)
-        .map_err(|e| anyhow::anyhow!("bundle {}: {e}", bundle.path.display()))?;
-    let safety = cfg
-        .safety(Some(m))
-        .map_err(|e| anyhow::anyhow!("bundle {}: {e}", bundle.path.display()))?;
-    let limits = safety.joint_limits;
-    let excitation = Excitation {
-        plan,
-        default: map.default_pose.clone(),
-        scale: map.scale.clone(),
-        cycle: Cell::new(0),
-    };
-    Ok(ControlLoop::new(
-        Controller::new(excitation, obs, map, safety),
-        &limits,
-    ))
+    crate::run::controller_with(cfg, bundle, |map| {
+        Ok(Excitation {
+            plan,
+            default: map.default_pose.clone(),
+            scale: map.scale.clone(),
+            cycle: Cell::new(0),
+        })
+    })
 }
 
 /// What an identify run's telemetry log holds for a fit, cycle by cycle from the first cycle

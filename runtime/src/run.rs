@@ -348,13 +348,24 @@ pub fn load_bundle(cfg: &RuntimeConfig, path: &Path) -> Result<Bundle> {
 
 /// Builds the controller a bundle describes.
 pub fn controller_for(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<ControlLoop<Student>> {
+    controller_with(cfg, bundle, |_| Ok(Student::from_bundle(bundle)?))
+}
+
+/// Builds the loop a bundle describes (its action map, observation builder and safety
+/// settings) around the policy `make` returns from the action map: the student, or
+/// `identify`'s excitation plan.
+pub fn controller_with<P: Act>(
+    cfg: &RuntimeConfig,
+    bundle: &Bundle,
+    make: impl FnOnce(&clawrl_robot::ActionMap) -> Result<P>,
+) -> Result<ControlLoop<P>> {
     let m = &bundle.manifest;
     let map = m
         .action
         .map
         .clone()
         .with_context(|| format!("bundle {}: no action map", bundle.path.display()))?;
-    let student = Student::from_bundle(bundle)?;
+    let policy = make(&map)?;
     let obs = ObservationBuilder::from_manifest(m)
         .map_err(|e| anyhow::anyhow!("bundle {}: {e}", bundle.path.display()))?;
     let safety = cfg
@@ -370,7 +381,7 @@ pub fn controller_for(cfg: &RuntimeConfig, bundle: &Bundle) -> Result<ControlLoo
     }
     let limits = safety.joint_limits;
     Ok(ControlLoop::new(
-        Controller::new(student, obs, map, safety),
+        Controller::new(policy, obs, map, safety),
         &limits,
     ))
 }

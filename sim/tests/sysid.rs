@@ -3,7 +3,7 @@
 //! `clawrl-runtime identify` plays.
 use clawrl_robot::excitation::{ExcitationSpec, Plan};
 use clawrl_sim::quadruped::{ServoDynamics, TaskConfig};
-use clawrl_sim::sysid::{FitOptions, Groups, Rig, ServoModel, TraceError, fit};
+use clawrl_sim::sysid::{FitOptions, Groups, Rig, ServoModel, Trace, TraceError, fit};
 
 /// One encoder tick of a 4096-per-turn servo (rad).
 const TICK: f64 = std::f64::consts::TAU / 4096.0;
@@ -37,15 +37,21 @@ fn plan(rig: &Rig) -> Plan {
     Plan::new(&rig.excited_servos(), 50.0, &ExcitationSpec::default())
 }
 
+/// The rig, the hidden model and the log of the excitation played on it.
+fn recorded() -> (Rig, ServoModel, Trace) {
+    let rig = rig();
+    let truth = hidden(&rig);
+    let trace = rig.record(&plan(&rig).goals, &truth, TICK);
+    (rig, truth, trace)
+}
+
 fn error(fitted: f64, truth: f64) -> f64 {
     (fitted - truth).abs() / truth.abs()
 }
 
 #[test]
 fn the_fit_recovers_hidden_servo_parameters_and_halves_the_held_out_error() {
-    let rig = rig();
-    let truth = hidden(&rig);
-    let trace = rig.record(&plan(&rig).goals, &truth, TICK);
+    let (rig, truth, trace) = recorded();
     // Three latency starts around the truth instead of the default thirteen keep the test
     // short (about 60 s of the CI's time saved); the search over the whole range is
     // hil-tests/tests/identify.rs's, through the loop.
@@ -88,9 +94,7 @@ fn the_fit_recovers_hidden_servo_parameters_and_halves_the_held_out_error() {
 
 #[test]
 fn a_gain_frozen_at_the_wrong_value_leaves_the_error_up() {
-    let rig = rig();
-    let truth = hidden(&rig);
-    let trace = rig.record(&plan(&rig).goals, &truth, TICK);
+    let (rig, _, trace) = recorded();
     // The latency given, to keep the test short: the gain is what is frozen.
     let known = FitOptions {
         latency_steps: 2..=2,

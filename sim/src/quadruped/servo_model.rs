@@ -71,15 +71,7 @@ impl ServoModelFile {
                     bad(format!("group.{name}: the robot has no servo {servo:?}"))
                 })?;
                 let (a, dof) = (layout.servo_actuator[i], layout.servo_dof[i]);
-                // SAFETY: gainprm's first entry is the position gain of a position actuator;
-                // only values change.
-                unsafe {
-                    model.actuator_gainprm_mut()[a][0] = d.kp;
-                }
-                model.actuator_biasprm_mut()[a][1] = -d.kp;
-                model.dof_damping_mut()[dof] = d.damping;
-                model.dof_armature_mut()[dof] = d.armature;
-                model.dof_frictionloss_mut()[dof] = d.frictionloss;
+                super::stand::write_servo_dynamics(model, a, dof, d);
             }
         }
         Ok(())

@@ -46,6 +46,26 @@ impl ServoDynamics {
     }
 }
 
+/// Writes one servo's dynamics into `model`: actuator `actuator`'s position gain (and the
+/// bias twin that makes it a position servo) and joint `dof`'s damping, armature and friction.
+/// The one writer of these values (the stand, a servo_model.toml, the HIL body's servos).
+pub(crate) fn write_servo_dynamics(
+    model: &mut mujoco_rs::prelude::MjModel,
+    actuator: usize,
+    dof: usize,
+    s: ServoDynamics,
+) {
+    // SAFETY: gainprm's first entry is the position gain of a position actuator; only values
+    // change, never sizes or addresses.
+    unsafe {
+        model.actuator_gainprm_mut()[actuator][0] = s.kp;
+    }
+    model.actuator_biasprm_mut()[actuator][1] = -s.kp;
+    model.dof_damping_mut()[dof] = s.damping;
+    model.dof_armature_mut()[dof] = s.armature;
+    model.dof_frictionloss_mut()[dof] = s.frictionloss;
+}
+
 impl QuadrupedEnv {
     /// Servo `i`'s dynamics in this environment's model (the episode's, after randomisation).
     pub fn servo_dynamics(&self, i: usize) -> ServoDynamics {
@@ -67,15 +87,7 @@ impl QuadrupedEnv {
             self.robot.layout.servo_dof[i],
         );
         // SAFETY: only parameter values change, never sizes or addresses.
-        let m = unsafe { self.data.model_mut() };
-        // SAFETY: as above; gainprm's first entry is the position gain of a position actuator.
-        unsafe {
-            m.actuator_gainprm_mut()[a][0] = s.kp;
-        }
-        m.actuator_biasprm_mut()[a][1] = -s.kp;
-        m.dof_damping_mut()[d] = s.damping;
-        m.dof_armature_mut()[d] = s.armature;
-        m.dof_frictionloss_mut()[d] = s.frictionloss;
+        write_servo_dynamics(unsafe { self.data.model_mut() }, a, d, s);
     }
 
     /// Puts the robot on the stand: torso level at [`STAND_HEIGHT`], at rest, joints at
