@@ -168,7 +168,7 @@ pub struct RunConfig {
 }
 
 const TASKS: [&str; 3] = ["cartpole", "quadruped_flat", "quadruped_slopes"];
-const ALGORITHMS: [&str; 3] = ["ppo", "sac", "distill"];
+const ALGORITHMS: [&str; 4] = ["ppo", "sac", "crossq", "distill"];
 
 impl Validate for RunConfig {
     fn validate(&self) -> Result<(), KeyError> {
@@ -355,6 +355,76 @@ impl Validate for SacFile {
     }
 }
 
+/// `[crossq]` (configs/algo/crossq.toml): CrossQ (Bhatt et al., ICLR 2024), SAC's actor and
+/// temperature with batch-normalised twin critics trained on the current and next state-action
+/// pairs in one batch, and no target networks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossqConfig {
+    /// Environment steps per environment per iteration.
+    pub num_steps_per_env: usize,
+    /// Critic updates per iteration.
+    pub updates_per_iteration: usize,
+    pub buffer_size: usize,
+    pub batch_size: usize,
+    pub learning_starts: usize,
+    pub gamma: f64,
+    pub actor_learning_rate: f64,
+    pub critic_learning_rate: f64,
+    pub alpha_learning_rate: f64,
+    pub init_alpha: f64,
+    pub target_entropy_scale: f64,
+    pub max_grad_norm: f64,
+    /// Adam's first-moment decay for actor and critics (CrossQ: 0.5).
+    pub adam_beta1: f64,
+    /// Weight of a new batch in the batch norms' running statistics (CrossQ's 0.99 decay is
+    /// 0.01 here).
+    pub bn_momentum: f64,
+    /// Critic updates per actor (and temperature) update (CrossQ: 3).
+    pub policy_delay: usize,
+}
+
+impl CrossqConfig {
+    /// The SAC settings CrossQ shares (no target networks: `tau` unused).
+    pub fn sac(&self) -> SacConfig {
+        SacConfig {
+            num_steps_per_env: self.num_steps_per_env,
+            updates_per_iteration: self.updates_per_iteration,
+            buffer_size: self.buffer_size,
+            batch_size: self.batch_size,
+            learning_starts: self.learning_starts,
+            gamma: self.gamma,
+            tau: 0.0,
+            actor_learning_rate: self.actor_learning_rate,
+            critic_learning_rate: self.critic_learning_rate,
+            alpha_learning_rate: self.alpha_learning_rate,
+            init_alpha: self.init_alpha,
+            target_entropy_scale: self.target_entropy_scale,
+            max_grad_norm: self.max_grad_norm,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossqFile {
+    pub crossq: CrossqConfig,
+}
+
+impl Validate for CrossqFile {
+    fn validate(&self) -> Result<(), KeyError> {
+        let c = &self.crossq;
+        SacFile { sac: c.sac() }.validate().map_err(|e| KeyError {
+            key: e.key.replacen("sac.", "crossq.", 1),
+            reason: e.reason,
+        })?;
+        check_range("crossq.adam_beta1", c.adam_beta1, 0.0, 0.999)?;
+        check_range("crossq.bn_momentum", c.bn_momentum, 1e-6, 1.0)?;
+        check_range("crossq.policy_delay", c.policy_delay, 1, 1000)?;
+        Ok(())
+    }
+}
+
 /// `[distill]` (configs/algo/distill.toml): online policy distillation of a teacher into the
 /// policy being trained (the student), and the two ends of that line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -480,6 +550,7 @@ pub struct TrainConfig {
 pub enum AlgoConfig {
     Ppo(PpoConfig),
     Sac(SacConfig),
+    Crossq(CrossqConfig),
     Distill(DistillConfig),
 }
 
@@ -488,6 +559,7 @@ impl AlgoConfig {
         match self {
             Self::Ppo(_) => "ppo",
             Self::Sac(_) => "sac",
+            Self::Crossq(_) => "crossq",
             Self::Distill(_) => "distill",
         }
     }
@@ -497,6 +569,7 @@ impl AlgoConfig {
         match self {
             Self::Ppo(p) => p.num_steps_per_env,
             Self::Sac(s) => s.num_steps_per_env,
+            Self::Crossq(c) => c.num_steps_per_env,
             Self::Distill(d) => d.ppo.num_steps_per_env,
         }
     }
@@ -531,6 +604,7 @@ impl TrainConfig {
         let algo = match &cfg.algo {
             AlgoConfig::Ppo(p) => toml::Value::try_from(p)?,
             AlgoConfig::Sac(s) => toml::Value::try_from(s)?,
+            AlgoConfig::Crossq(c) => toml::Value::try_from(c)?,
             AlgoConfig::Distill(d) => toml::Value::try_from(d)?,
         };
         doc.insert(cfg.algo.name().into(), algo);
@@ -659,11 +733,11 @@ fn route(overrides: &[String]) -> Result<Routed, ConfigError> {
         let o = Override::parse(text)?;
         match o.section.as_str() {
             "run" | "policy" => r.run.push(o.text.clone()),
-            "ppo" | "sac" | "distill" => r.algo.push(o.text.clone()),
+            "ppo" | "sac" | "crossq" | "distill" => r.algo.push(o.text.clone()),
             "task" => r.task.push(o),
             _ => {
                 return Err(o.not_allowed(format!(
-                    "unknown section `{}`: `clawrl train` takes run.*, policy.*, ppo.*, sac.*, distill.* (the run's algorithm) and task.* keys",
+                    "unknown section `{}`: `clawrl train` takes run.*, policy.*, ppo.*, sac.*, crossq.*, distill.* (the run's algorithm) and task.* keys",
                     o.section
                 )));
             }
@@ -723,6 +797,9 @@ pub fn load_train_config(
     let algo = match algorithm.as_str() {
         "ppo" => AlgoConfig::Ppo(clawrl_config::from_table::<PpoFile>(table, &file, o)?.ppo),
         "sac" => AlgoConfig::Sac(clawrl_config::from_table::<SacFile>(table, &file, o)?.sac),
+        "crossq" => {
+            AlgoConfig::Crossq(clawrl_config::from_table::<CrossqFile>(table, &file, o)?.crossq)
+        }
         _ => {
             AlgoConfig::Distill(clawrl_config::from_table::<DistillFile>(table, &file, o)?.distill)
         }

@@ -94,6 +94,7 @@ fn build_algorithm(
     Ok(match &cfg.algo {
         AlgoConfig::Ppo(c) => Box::new(Ppo::new(c.clone(), policy, p, critic_dim, n, rng)?),
         AlgoConfig::Sac(c) => Box::new(Sac::new(c.clone(), policy, p, critic_dim, n, rng)?),
+        AlgoConfig::Crossq(c) => Box::new(Sac::crossq(c, policy, p, critic_dim, n, rng)?),
         AlgoConfig::Distill(c) => {
             let (teacher, digest) = crate::remote::load_teacher(c, &cfg.source)?;
             let frame = spec.obs_dim(teacher.source().policy_config().obs_source);

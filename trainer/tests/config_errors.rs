@@ -32,6 +32,7 @@ fn shipped_configs_load() {
     for f in [
         "cartpole_ppo.toml",
         "cartpole_sac.toml",
+        "cartpole_crossq.toml",
         "quadruped_flat_ppo.toml",
         "quadruped_flat_sac.toml",
     ] {

@@ -101,6 +101,26 @@ fn sac_resume_is_exact() {
     );
 }
 
+#[test]
+fn crossq_resume_is_exact() {
+    // 4 critic updates per iteration and an actor delay of 3: the resume lands between two
+    // actor updates, so the delay's count must come back with the checkpoint, as must the
+    // batch norms' running statistics.
+    exact_resume(
+        "cartpole_crossq.toml",
+        &[
+            "run.checkpoint_every=3",
+            // Learning from the second iteration: 8 critic updates by the checkpoint, not a
+            // multiple of the delay.
+            "crossq.learning_starts=128",
+            "crossq.batch_size=32",
+            "crossq.updates_per_iteration=4",
+        ],
+        8,
+        3,
+    );
+}
+
 /// Injects a NaN into the loss from iteration `from` on.
 struct NanFrom(usize);
 impl TrainHooks for NanFrom {

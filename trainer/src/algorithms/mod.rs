@@ -1,6 +1,7 @@
 //! Learning algorithms behind one trait, so the runner does not care which one it drives
 //! (rsl_rl's verbs: act, process_env_step, compute_returns, update, save, load): PPO, SAC and
 //! the distiller (PPO's loop plus a teacher), sharing the actor-critic pieces of [`model`].
+pub mod bn_critic;
 pub mod distill;
 pub mod model;
 pub mod ppo;

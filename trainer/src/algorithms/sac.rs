@@ -1,5 +1,9 @@
 //! Soft actor-critic: replay buffer, twin Q networks with Polyak-averaged targets, tanh-squashed
 //! Gaussian actor (state-dependent log-std) and automatic entropy tuning. Same trait as PPO.
+//!
+//! CrossQ (`Sac::crossq`) is the same learner with other critics: batch-normalised twin Q
+//! networks ([`super::bn_critic`]) that see the current and the next state-action pairs in one
+//! batch, no target networks, and the actor updated every `policy_delay` critic updates.
 use std::collections::HashMap;
 
 use anyhow::Result;
@@ -9,17 +13,27 @@ use clawrl_policy::{Mlp, Normalizer, Policy, Rng};
 use clawrl_sim::Batch;
 use rand::RngExt;
 
+use super::bn_critic::BnQ;
 use super::model::{Critic, load_policy, save_policy};
 use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, normal_noise};
-use crate::config::{PolicySection, SacConfig};
+use crate::config::{CrossqConfig, PolicySection, SacConfig};
 use crate::optim::{Adam, clip_grad_norm, load_params};
 use crate::storage::replay::Transition;
 use crate::storage::{ReplayBuffer, gather};
 
 const DEV: Device = Device::Cpu;
 
+/// CrossQ's critics and their update count (the actor's delay counts critic updates).
+struct CrossQ {
+    q: [BnQ; 2],
+    policy_delay: usize,
+    updates: usize,
+}
+
 pub struct Sac {
     cfg: SacConfig,
+    /// CrossQ's critics; `None`: SAC's, in `critic.nets`.
+    crossq: Option<CrossQ>,
     policy: Box<dyn Policy>,
     /// Twin Q networks then their targets: `q1, q2, q1_target, q2_target`.
     critic: Critic,
@@ -92,7 +106,39 @@ impl Sac {
             prev_a: Vec::new(),
             prev_c: Vec::new(),
             cfg,
+            crossq: None,
         })
+    }
+
+    /// CrossQ: SAC's actor and temperature, batch-normalised critics without targets.
+    pub fn crossq(
+        cfg: &CrossqConfig,
+        policy: Box<dyn Policy>,
+        pcfg: &PolicySection,
+        critic_dim: usize,
+        num_envs: usize,
+        rng: &mut Rng,
+    ) -> Result<Self> {
+        let mut sac = Self::new(cfg.sac(), policy, pcfg, critic_dim, num_envs, rng)?;
+        let mut dims = vec![critic_dim + sac.policy.config().action_dim];
+        dims.extend(&pcfg.critic_hidden);
+        dims.push(1);
+        let mk = |name: &str, rng: &mut Rng| {
+            BnQ::new(name, &dims, pcfg.activation, cfg.bn_momentum, rng)
+        };
+        let q = [mk("q1", rng)?, mk("q2", rng)?];
+        let mut params = q[0].params();
+        params.extend(q[1].params());
+        sac.critic.nets.clear();
+        sac.critic_opt = Adam::new(params, cfg.critic_learning_rate);
+        sac.critic_opt.beta1 = cfg.adam_beta1;
+        sac.actor_opt.beta1 = cfg.adam_beta1;
+        sac.crossq = Some(CrossQ {
+            q,
+            policy_delay: cfg.policy_delay,
+            updates: 0,
+        });
+        Ok(sac)
     }
 
     /// The replay buffer (time-outs are stored as non-terminal, with the final observation).
@@ -115,6 +161,56 @@ impl Sac {
         let a = u.tanh()?;
         let logp = distribution::squashed_log_prob(&dist.mean, &dist.log_std, &u)?;
         Ok((a, logp))
+    }
+
+    /// The actor's Q: SAC's twin critics, or CrossQ's with their running statistics.
+    fn q_pi(&self, obs_c: &Tensor, a: &Tensor) -> Result<Tensor> {
+        match &self.crossq {
+            None => self.q_min(&self.critic.nets[..2], obs_c, a, false),
+            Some(x) => {
+                let sa = Tensor::cat(&[obs_c, a], 1)?;
+                let (q1, q2) = (x.q[0].forward(&sa, false)?, x.q[1].forward(&sa, false)?);
+                Ok(q1.minimum(&q2)?.squeeze(1)?)
+            }
+        }
+    }
+
+    /// One critic loss (with graph) and the first critic's mean Q: SAC's against its target
+    /// networks, or CrossQ's on the current and next pairs in one batch-normalised batch.
+    #[allow(clippy::too_many_arguments)]
+    fn critic_loss(
+        &self,
+        xc: &Tensor,
+        act: &Tensor,
+        rew: Tensor,
+        nxc: &Tensor,
+        not_done: Tensor,
+        next_a: &Tensor,
+        next_logp: Tensor,
+        alpha: f64,
+    ) -> Result<(Tensor, Tensor)> {
+        let gamma = self.cfg.gamma;
+        let x = Tensor::cat(&[xc, act], 1)?;
+        let (q1, q2, q_next) = match &self.crossq {
+            None => {
+                let q_next = self.q_min(&self.critic.nets[2..4], nxc, next_a, true)?;
+                let q1 = self.critic.nets[0].forward(&x)?.squeeze(1)?;
+                let q2 = self.critic.nets[1].forward(&x)?.squeeze(1)?;
+                (q1, q2, q_next)
+            }
+            Some(cq) => {
+                let b = xc.dim(0)?;
+                let both = Tensor::cat(&[x, Tensor::cat(&[nxc, next_a], 1)?], 0)?;
+                let q1 = cq.q[0].forward(&both, true)?.squeeze(1)?;
+                let q2 = cq.q[1].forward(&both, true)?.squeeze(1)?;
+                let q_next = q1.narrow(0, b, b)?.minimum(&q2.narrow(0, b, b)?)?.detach();
+                (q1.narrow(0, 0, b)?, q2.narrow(0, 0, b)?, q_next)
+            }
+        };
+        let soft = (q_next - (next_logp * alpha)?)?;
+        let y = (rew + ((not_done * soft)? * gamma)?)?.detach();
+        let loss = ((&q1 - &y)?.sqr()?.mean_all()? + (&q2 - &y)?.sqr()?.mean_all()?)?;
+        Ok((loss, q1.mean_all()?))
     }
 
     fn q_min(&self, nets: &[Mlp], obs_c: &Tensor, a: &Tensor, detached: bool) -> Result<Tensor> {
@@ -146,7 +242,11 @@ pub fn soft_update(target: &[(String, Var)], source: &[(String, Var)], tau: f64)
 
 impl Algorithm for Sac {
     fn name(&self) -> &'static str {
-        "sac"
+        if self.crossq.is_some() {
+            "crossq"
+        } else {
+            "sac"
+        }
     }
 
     fn num_steps_per_env(&self) -> usize {
@@ -238,6 +338,7 @@ impl Algorithm for Sac {
             self.buffer.action_dim,
         );
         let (mut sq, mut sa, mut se, mut sqv, mut count) = (0.0, 0.0, 0.0, 0.0, 0usize);
+        let mut actor_count = 0usize;
         if self.buffer.len >= c.learning_starts.max(b) {
             let mut buf = vec![Vec::new(); 7];
             let critic_params = self.critic_opt.params().to_vec();
@@ -267,23 +368,28 @@ impl Algorithm for Sac {
                 // Critic: y = r + γ (1 − d) (min Q'(s', a') − α log π(a'|s')), a' ~ π(s').
                 let nd = self.policy.distribution_detached(&nxa)?;
                 let (na_t, nlogp) = self.squashed_sample(&nd, normal_noise(rng, b * na))?;
-                let q_next =
-                    (self.q_min(&self.critic.nets[2..4], &nxc, &na_t, true)? - (nlogp * alpha)?)?;
-                let y = (rew + ((not_done * q_next)? * c.gamma)?)?.detach();
-                let x = Tensor::cat(&[&xc, &act], 1)?;
-                let q1 = self.critic.nets[0].forward(&x)?.squeeze(1)?;
-                let q2 = self.critic.nets[1].forward(&x)?.squeeze(1)?;
-                let q_loss = ((&q1 - &y)?.sqr()?.mean_all()? + (&q2 - &y)?.sqr()?.mean_all()?)?;
+                let (q_loss, q1_mean) =
+                    self.critic_loss(&xc, &act, rew, &nxc, not_done, &na_t, nlogp, alpha)?;
                 let qv = f64::from(q_loss.to_scalar::<f32>()?);
                 check_finite("SAC critic loss", qv, iteration)?;
                 let mut grads = q_loss.backward()?;
                 clip_grad_norm(&mut grads, &critic_params, c.max_grad_norm)?;
                 self.critic_opt.step(&grads)?;
+                sq += qv;
+                sqv += f64::from(q1_mean.to_scalar::<f32>()?);
+                count += 1;
+                // CrossQ updates the actor every `policy_delay` critic updates.
+                if let Some(cq) = &mut self.crossq {
+                    cq.updates += 1;
+                    if cq.updates % cq.policy_delay != 0 {
+                        continue;
+                    }
+                }
 
                 // Actor: minimise α log π(a|s) − min Q(s, a), a reparameterised.
                 let dist = self.policy.distribution(&xa)?;
                 let (a, logp) = self.squashed_sample(&dist, normal_noise(rng, b * na))?;
-                let q_pi = self.q_min(&self.critic.nets[..2], &xc, &a, false)?;
+                let q_pi = self.q_pi(&xc, &a)?;
                 let mut actor_loss = ((&logp * alpha)? - q_pi)?.mean_all()?;
                 let ctx = LossContext {
                     iteration,
@@ -307,27 +413,26 @@ impl Algorithm for Sac {
                     self.alpha_opt
                         .step_with(&[Some(vec![-(mean_logp + self.target_entropy) as f32])])?;
                 }
-                // Polyak averaging of the targets.
-                let nets = &self.critic.nets;
-                for i in 0..2 {
-                    soft_update(&nets[2 + i].params(), &nets[i].params(), c.tau)?;
+                // Polyak averaging of the targets (CrossQ has none).
+                if self.crossq.is_none() {
+                    let nets = &self.critic.nets;
+                    for i in 0..2 {
+                        soft_update(&nets[2 + i].params(), &nets[i].params(), c.tau)?;
+                    }
                 }
-                sq += qv;
                 sa += av;
                 se -= mean_logp;
-                sqv += f64::from(q1.mean_all()?.to_scalar::<f32>()?);
-                count += 1;
+                actor_count += 1;
             }
             hooks.after_update(iteration, self.policy.as_ref())?;
         }
-        let k = count as f64;
-        let avg = |s: f64| if count == 0 { f64::NAN } else { s / k };
+        let avg = |s: f64, n: usize| if n == 0 { f64::NAN } else { s / n as f64 };
         Ok(vec![
-            ("q_loss", avg(sq)),
-            ("actor_loss", avg(sa)),
-            ("entropy", avg(se)),
+            ("q_loss", avg(sq, count)),
+            ("actor_loss", avg(sa, actor_count)),
+            ("entropy", avg(se, actor_count)),
             ("alpha", self.alpha()?),
-            ("q_mean", avg(sqv)),
+            ("q_mean", avg(sqv, count)),
             ("buffer_size", self.buffer.len as f64),
         ])
     }
@@ -335,11 +440,22 @@ impl Algorithm for Sac {
     fn save(&self) -> Result<Vec<(String, Tensor)>> {
         let mut t = save_policy(self.policy.as_ref(), "")?;
         t.extend(self.critic.save("")?);
+        if let Some(cq) = &self.crossq {
+            for q in &cq.q {
+                t.extend(q.save()?);
+            }
+        }
         t.push(("log_alpha".into(), self.log_alpha.as_tensor().clone()));
         t.extend(self.actor_opt.state_tensors("sac.actor_adam")?);
         t.extend(self.critic_opt.state_tensors("sac.critic_adam")?);
         t.extend(self.alpha_opt.state_tensors("sac.alpha_adam")?);
         t.extend(self.buffer.to_tensors("replay")?);
+        if let Some(cq) = &self.crossq {
+            t.push((
+                "crossq.updates".into(),
+                Tensor::new(&[cq.updates as u32], &DEV)?,
+            ));
+        }
         Ok(t)
     }
 
@@ -350,11 +466,22 @@ impl Algorithm for Sac {
         self.critic_opt.load_state("sac.critic_adam", t)?;
         self.alpha_opt.load_state("sac.alpha_adam", t)?;
         self.buffer.load_tensors("replay", t)?;
+        if let Some(cq) = &mut self.crossq {
+            let n = t
+                .get("crossq.updates")
+                .ok_or_else(|| anyhow::anyhow!("checkpoint has no `crossq.updates`"))?;
+            cq.updates = n.to_vec1::<u32>()?[0] as usize;
+        }
         Ok(())
     }
 
     fn load_networks(&mut self, t: &HashMap<String, Tensor>) -> Result<()> {
         load_policy(self.policy.as_mut(), "", t)?;
+        if let Some(cq) = &mut self.crossq {
+            for q in &mut cq.q {
+                q.load(t)?;
+            }
+        }
         self.critic.load("", t)
     }
 }
