@@ -35,6 +35,7 @@ fn shipped_configs_load() {
         "cartpole_crossq.toml",
         "quadruped_flat_ppo.toml",
         "quadruped_flat_sac.toml",
+        "quadruped_flat_crossq.toml",
     ] {
         common::config(f, &[]);
     }

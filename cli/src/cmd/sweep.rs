@@ -77,7 +77,13 @@ pub fn run(a: Args) -> Result<()> {
     write_plan(&sweep, &out, &a.address, a.cpus, &plan_path)?;
     let driver = out.join("sweep_ray.py");
     std::fs::write(&driver, DRIVER).with_context(|| format!("writing {}", driver.display()))?;
-    let status = Command::new(&python)
+    let mut driver_cmd = Command::new(&python);
+    // `ray start` (Ray 2.60) turns on token authentication, and a driver joins such a cluster
+    // only in token mode too (the token from ~/.ray/auth_token or RAY_AUTH_TOKEN).
+    if a.address.is_some() && std::env::var_os("RAY_AUTH_MODE").is_none() {
+        driver_cmd.env("RAY_AUTH_MODE", "token");
+    }
+    let status = driver_cmd
         .arg(&driver)
         .arg(&plan_path)
         .env("PYTHONUNBUFFERED", "1")
