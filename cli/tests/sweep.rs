@@ -83,8 +83,8 @@ fn holder(run: &Path) -> Option<u32> {
     Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
 }
 
-/// Waits until `run` has the checkpoint of iteration `it` and a live trainer, then kills it
-/// (SIGKILL: no clean-up of any kind). Returns the pid killed.
+/// Waits until `run` has the checkpoint of iteration `it` and a live trainer other than `not`,
+/// then kills it (SIGKILL: no clean-up of any kind). Returns the pid killed.
 fn kill_after(run: &Path, it: usize, not: Option<u32>, deadline: Instant) -> u32 {
     let ckpt = run.join(format!("checkpoints/ckpt_{it:08}.safetensors"));
     loop {
@@ -134,15 +134,17 @@ fn a_cartpole_sweep_on_local_ray_stops_one_early_resumes_a_killed_one_and_report
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The faults, while it runs: t00 killed once (its one retry resumes it), t01 killed, then
-    // killed again after its retry started (past max_failures = 1: reported failed).
+    // The faults, while it runs, before the first rung (50) so that ASHA cannot have stopped
+    // the trial first: t00 killed once at its iteration-40 checkpoint (its one retry resumes
+    // it), t01 killed there and then again as soon as its retry holds the run folder (past
+    // max_failures = 1: reported failed).
     let trials = out.join("trials");
     let deadline = Instant::now() + Duration::from_secs(120);
     let t00 = trials.join("t00-learning_rate=0.003-s1");
     let t01 = trials.join("t01-learning_rate=0.001-s1");
-    kill_after(&t00, 100, None, deadline);
-    let first = kill_after(&t01, 100, None, deadline);
-    kill_after(&t01, 120, Some(first), deadline);
+    kill_after(&t00, 40, None, deadline);
+    let first = kill_after(&t01, 40, None, deadline);
+    kill_after(&t01, 40, Some(first), deadline);
 
     let o = child.wait_with_output().unwrap();
     let (stdout, stderr) = text(&o);
@@ -159,21 +161,23 @@ fn a_cartpole_sweep_on_local_ray_stops_one_early_resumes_a_killed_one_and_report
             .unwrap()
             .clone()
     };
-    // Killed once, resumed, finished: two processes, every iteration.
+    // Killed once, resumed from its checkpoint: two processes, and on past the kill (to the
+    // end, or to a rung where ASHA stopped it: rungs depend on the trials' timing).
     let r0 = trial("t00");
-    assert_eq!(r0["status"], "done", "{r0}");
+    assert!(r0["status"] == "done" || r0["status"] == "stopped", "{r0}");
     assert_eq!(r0["starts"], 2, "{r0}");
-    assert_eq!(r0["iterations"], 400, "{r0}");
+    assert!(r0["iterations"].as_u64().unwrap() >= 50, "{r0}");
     let log = std::fs::read_to_string(t00.join("train-2.log")).unwrap();
     assert!(
-        log.contains("resumed") && log.contains("ckpt_00000100"),
+        log.contains("resumed") && log.contains("ckpt_00000040"),
         "{log}"
     );
     // Killed past its retries: failed, with the reason, and the sweep went on.
     let r1 = trial("t01");
     assert_eq!(r1["status"], "failed", "{r1}");
     assert!(r1["error"].as_str().unwrap().contains("signal 9"), "{r1}");
-    // The learning rate that cannot learn in 400 iterations is stopped at a rung.
+    // The learning rate that cannot learn in 400 iterations is stopped at a rung (it starts
+    // after the others and is the worst at every rung it reaches).
     let r3 = trial("t03");
     assert_eq!(r3["status"], "stopped", "{r3}");
     assert!(r3["iterations"].as_u64().unwrap() < 400, "{r3}");
@@ -193,7 +197,8 @@ fn a_cartpole_sweep_on_local_ray_stops_one_early_resumes_a_killed_one_and_report
         .arg(t00.join("config.toml"))
         .arg("--out")
         .arg(&alone));
-    assert_eq!(returns(&t00), returns(&alone));
+    let (a, b) = (returns(&t00), returns(&alone));
+    assert!(a.len() >= 50 && a[..] == b[..a.len()], "{a:?}\n{b:?}");
     // The best run file is a run file: `clawrl train --config best.toml` reproduces the best
     // trial's returns (its prefix, where ASHA stopped it).
     let best = dir.join("best");

@@ -207,7 +207,7 @@ fn report(sweep: &Sweep, out: &Path) -> Result<()> {
     std::fs::write(
         &best_file,
         format!(
-            "# The best trial of {} ({}, score {:.4}): its run file.\n# Reproduce: clawrl train --config {}\n{text}",
+            "# The best trial of {} ({}, score {:.4}): its run file.\n# Reproduce: clawrl train --config {} --out NEW_FOLDER (its run.out_dir is the trial's)\n{text}",
             sweep.file.display(),
             best.name,
             best.score.unwrap_or(f64::NAN),
@@ -215,7 +215,7 @@ fn report(sweep: &Sweep, out: &Path) -> Result<()> {
         ),
     )?;
     println!(
-        "best: {} (score {:.4}); its run file: {}\nresults: {}/{{sweep.md,results.json,trials/}}{}",
+        "best: {} (score {:.4}); its run file: {} (clawrl train --config FILE --out NEW_FOLDER)\nresults: {}/{{sweep.md,results.json,trials/}}{}",
         best.name,
         best.score.unwrap_or(f64::NAN),
         best_file.display(),

@@ -7,7 +7,7 @@ use clawrl_trainer::algorithms::NoHooks;
 use clawrl_trainer::config::find_config;
 use clawrl_trainer::{ResumeOptions, Runner, load_train_config};
 
-/// Train a teacher policy (PPO or SAC) from a run config, or continue a run.
+/// Train a teacher policy (PPO, SAC or CrossQ) from a run config, or continue a run.
 #[derive(clap::Args)]
 pub struct Args {
     /// Run config (names the task, the algorithm and the policy). A run's own config.toml is one.
@@ -17,7 +17,7 @@ pub struct Args {
         conflicts_with = "resume"
     )]
     config: PathBuf,
-    /// Override one key: run.*, policy.*, the run's algorithm (ppo.* or sac.*), task.*.
+    /// Override one key: run.*, policy.*, the run's algorithm (ppo.*, sac.* or crossq.*), task.*.
     /// With --resume only run.max_iterations, run.checkpoint_every, run.keep_checkpoints,
     /// run.plot_every, run.env_threads and run.candle_threads. Repeatable.
     #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]

@@ -60,12 +60,12 @@ impl Sac {
     ) -> Result<Self> {
         anyhow::ensure!(
             policy.squashed(),
-            "SAC needs a squashed policy kind (`squashed_gaussian_mlp`), got `{}`",
+            "SAC and CrossQ need a squashed policy kind (`squashed_gaussian_mlp`), got `{}`",
             policy.config().kind
         );
         anyhow::ensure!(
             policy.config().history == 0,
-            "SAC's replay buffer stores single observations: policy.history must be 0"
+            "SAC's and CrossQ's replay buffer stores single observations: policy.history must be 0"
         );
         let pc = policy.config().clone();
         let mut dims = vec![critic_dim + pc.action_dim];
@@ -371,7 +371,7 @@ impl Algorithm for Sac {
                 let (q_loss, q1_mean) =
                     self.critic_loss(&xc, &act, rew, &nxc, not_done, &na_t, nlogp, alpha)?;
                 let qv = f64::from(q_loss.to_scalar::<f32>()?);
-                check_finite("SAC critic loss", qv, iteration)?;
+                check_finite("critic loss", qv, iteration)?;
                 let mut grads = q_loss.backward()?;
                 clip_grad_norm(&mut grads, &critic_params, c.max_grad_norm)?;
                 self.critic_opt.step(&grads)?;
@@ -402,7 +402,7 @@ impl Algorithm for Sac {
                     actor_loss = (actor_loss + extra)?;
                 }
                 let av = f64::from(actor_loss.to_scalar::<f32>()?);
-                check_finite("SAC actor loss", av, iteration)?;
+                check_finite("actor loss", av, iteration)?;
                 let mut grads = actor_loss.backward()?;
                 clip_grad_norm(&mut grads, &actor_params, c.max_grad_norm)?;
                 self.actor_opt.step(&grads)?;
