@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use anyhow::Result;
+use candle_core::backprop::GradStore;
 use candle_core::{Device, Tensor};
 use clawrl_policy::distribution::{self, log_prob_row};
 use clawrl_policy::{Mlp, Normalizer, ObsSource, Policy, Rng};
@@ -182,6 +183,26 @@ pub fn clipped_value_loss(
     Ok(l1.maximum(&l2)?.mean_all()?)
 }
 
+/// The critic's half of PPO's loss (`value_loss_coef` times the value loss, clipped or plain)
+/// and its gradients. Returns the gradients, the weighted loss and the unweighted value loss.
+fn critic_loss_and_grads(
+    critic: &Mlp,
+    obs: &Tensor,
+    old_values: &Tensor,
+    returns: &Tensor,
+    c: &PpoConfig,
+) -> Result<(GradStore, f32, Tensor)> {
+    let values = critic.forward(obs)?.squeeze(1)?;
+    let value_loss = if c.use_clipped_value_loss {
+        clipped_value_loss(&values, old_values, returns, c.clip_param)?
+    } else {
+        (&values - returns)?.sqr()?.mean_all()?
+    };
+    let weighted = (&value_loss * c.value_loss_coef)?;
+    let grads = weighted.backward()?;
+    Ok((grads, weighted.to_scalar::<f32>()?, value_loss))
+}
+
 impl Algorithm for Ppo {
     fn name(&self) -> &'static str {
         "ppo"
@@ -327,52 +348,71 @@ impl Algorithm for Ppo {
                 let old_values = Tensor::from_slice(&buf.values, mb, &DEV)?;
 
                 let t0 = std::time::Instant::now();
-                let dist = self.policy.distribution(&obs_a)?;
-                // Measured KL(old || new) on this minibatch; adapts the learning rate (rsl_rl).
-                let new_mean: Vec<f32> = dist.mean.flatten_all()?.to_vec1()?;
-                let new_ls: Vec<f32> = dist.log_std.flatten_all()?.to_vec1()?;
-                let mut kl = 0.0;
-                for r in 0..mb {
-                    let q = r * na..(r + 1) * na;
-                    kl += distribution::kl_row(
-                        &buf.means[q.clone()],
-                        &buf.log_stds[q.clone()],
-                        &new_mean[q.clone()],
-                        &new_ls[q],
-                    );
-                }
-                kl /= mb as f64;
-                if c.schedule == crate::config::LrSchedule::Adaptive {
-                    self.opt.lr = adaptive_learning_rate(self.opt.lr, kl, &c);
-                }
+                // The critic's term of the loss reads only the critic's parameters and the
+                // actor's terms only the actor's, so the two halves of the graph are built and
+                // differentiated on two threads at once (otherwise one of the two cores waits
+                // through the whole update). The gradients are the same numbers as one backward
+                // of the sum: each parameter receives its gradient from one half only.
+                let critic_net = &self.critic.nets[0];
+                let (actor_half, critic_half) = std::thread::scope(|scope| {
+                    let critic = scope.spawn(|| {
+                        critic_loss_and_grads(critic_net, &obs_c, &old_values, &returns, &c)
+                    });
+                    let actor = (|| -> Result<_> {
+                        let dist = self.policy.distribution(&obs_a)?;
+                        // Measured KL(old || new) on this minibatch; adapts the learning rate
+                        // (rsl_rl).
+                        let new_mean: Vec<f32> = dist.mean.flatten_all()?.to_vec1()?;
+                        let new_ls: Vec<f32> = dist.log_std.flatten_all()?.to_vec1()?;
+                        let mut kl = 0.0;
+                        for r in 0..mb {
+                            let q = r * na..(r + 1) * na;
+                            kl += distribution::kl_row(
+                                &buf.means[q.clone()],
+                                &buf.log_stds[q.clone()],
+                                &new_mean[q.clone()],
+                                &new_ls[q],
+                            );
+                        }
+                        kl /= mb as f64;
+                        if c.schedule == crate::config::LrSchedule::Adaptive {
+                            self.opt.lr = adaptive_learning_rate(self.opt.lr, kl, &c);
+                        }
 
-                let logp = self.policy.log_prob(&dist, &actions)?;
-                let ratio = (logp - old_logp)?.exp()?;
-                let policy_loss = clipped_surrogate_loss(&ratio, &adv, c.clip_param)?;
-
-                let values = self.critic.nets[0].forward(&obs_c)?.squeeze(1)?;
-                let value_loss = if c.use_clipped_value_loss {
-                    clipped_value_loss(&values, &old_values, &returns, c.clip_param)?
-                } else {
-                    (&values - &returns)?.sqr()?.mean_all()?
-                };
-                let entropy = self.policy.entropy(&dist)?.mean_all()?;
-                let rl = ((&policy_loss - (&entropy * c.entropy_coef)?)? * self.rl_coef)?;
-                let mut loss = (rl + (&value_loss * c.value_loss_coef)?)?;
-                let ctx = LossContext {
-                    iteration,
-                    policy: self.policy.as_ref(),
-                    actor_obs: &obs_a,
-                    dist: &dist,
-                    rows: idx,
-                };
-                if let Some(extra) = hooks.extra_loss(&ctx)? {
-                    loss = (loss + extra)?;
+                        let logp = self.policy.log_prob(&dist, &actions)?;
+                        let ratio = (logp - &old_logp)?.exp()?;
+                        let policy_loss = clipped_surrogate_loss(&ratio, &adv, c.clip_param)?;
+                        let entropy = self.policy.entropy(&dist)?.mean_all()?;
+                        let mut loss =
+                            ((&policy_loss - (&entropy * c.entropy_coef)?)? * self.rl_coef)?;
+                        let ctx = LossContext {
+                            iteration,
+                            policy: self.policy.as_ref(),
+                            actor_obs: &obs_a,
+                            dist: &dist,
+                            rows: idx,
+                        };
+                        if let Some(extra) = hooks.extra_loss(&ctx)? {
+                            loss = (loss + extra)?;
+                        }
+                        let loss_value = loss.to_scalar::<f32>()?;
+                        let t1 = std::time::Instant::now();
+                        let grads = loss.backward()?;
+                        Ok((grads, loss_value, kl, ratio, policy_loss, entropy, t1))
+                    })();
+                    (
+                        actor,
+                        critic.join().expect("the critic's update thread panicked"),
+                    )
+                });
+                let (mut grads, actor_loss, kl, ratio, policy_loss, entropy, t1) = actor_half?;
+                let (critic_grads, critic_loss, value_loss) = critic_half?;
+                check_finite("PPO loss", f64::from(actor_loss + critic_loss), iteration)?;
+                for (_, v) in self.critic.nets[0].params() {
+                    if let Some(g) = critic_grads.get(v.as_tensor()) {
+                        grads.insert(v.as_tensor(), g.clone());
+                    }
                 }
-                let loss_value = f64::from(loss.to_scalar::<f32>()?);
-                check_finite("PPO loss", loss_value, iteration)?;
-                let t1 = std::time::Instant::now();
-                let mut grads = loss.backward()?;
                 let t2 = std::time::Instant::now();
                 let grad_norm = clip_grad_norm(&mut grads, &params, c.max_grad_norm)?;
                 check_finite("gradient norm", grad_norm, iteration)?;
