@@ -13,6 +13,7 @@
 //! - [`io`]: safetensors read/write with string metadata.
 pub mod bundle;
 pub mod distribution;
+pub mod elu;
 pub mod fault;
 pub mod io;
 pub mod mlp;

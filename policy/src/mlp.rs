@@ -17,7 +17,8 @@ pub enum Activation {
 impl Activation {
     pub fn apply(self, x: &Tensor) -> Result<Tensor> {
         Ok(match self {
-            Activation::Elu => x.elu(1.0)?,
+            // One fused op (see `elu`): the same numbers as candle's, a cheaper backward.
+            Activation::Elu => crate::elu::elu(x, 1.0)?,
             Activation::Relu => x.relu()?,
             Activation::Tanh => x.tanh()?,
         })
