@@ -175,8 +175,8 @@ impl Sac {
         }
     }
 
-    /// One critic loss (with graph) and the first critic's mean Q: SAC's against its target
-    /// networks, or CrossQ's on the current and next pairs in one batch-normalised batch.
+    /// The two critics' losses (with graph) and the first critic's mean Q: SAC's against its
+    /// target networks, or CrossQ's on the current and next pairs in one batch-normalised batch.
     #[allow(clippy::too_many_arguments)]
     fn critic_loss(
         &self,
@@ -188,7 +188,7 @@ impl Sac {
         next_a: &Tensor,
         next_logp: Tensor,
         alpha: f64,
-    ) -> Result<(Tensor, Tensor)> {
+    ) -> Result<(Tensor, Tensor, Tensor)> {
         let gamma = self.cfg.gamma;
         let x = Tensor::cat(&[xc, act], 1)?;
         let (q1, q2, q_next) = match &self.crossq {
@@ -201,16 +201,19 @@ impl Sac {
             Some(cq) => {
                 let b = xc.dim(0)?;
                 let both = Tensor::cat(&[x, Tensor::cat(&[nxc, next_a], 1)?], 0)?;
-                let q1 = cq.q[0].forward(&both, true)?.squeeze(1)?;
-                let q2 = cq.q[1].forward(&both, true)?.squeeze(1)?;
+                // The twin critics share no parameter: each forward on its own core.
+                let [q1, q2] = on_two_threads(|i| Ok(cq.q[i].forward(&both, true)?.squeeze(1)?))?;
                 let q_next = q1.narrow(0, b, b)?.minimum(&q2.narrow(0, b, b)?)?.detach();
                 (q1.narrow(0, 0, b)?, q2.narrow(0, 0, b)?, q_next)
             }
         };
         let soft = (q_next - (next_logp * alpha)?)?;
         let y = (rew + ((not_done * soft)? * gamma)?)?.detach();
-        let loss = ((&q1 - &y)?.sqr()?.mean_all()? + (&q2 - &y)?.sqr()?.mean_all()?)?;
-        Ok((loss, q1.mean_all()?))
+        Ok((
+            (&q1 - &y)?.sqr()?.mean_all()?,
+            (&q2 - &y)?.sqr()?.mean_all()?,
+            q1.mean_all()?,
+        ))
     }
 
     fn q_min(&self, nets: &[Mlp], obs_c: &Tensor, a: &Tensor, detached: bool) -> Result<Tensor> {
@@ -222,6 +225,16 @@ impl Sac {
         };
         Ok(q1.minimum(&q2)?.squeeze(1)?)
     }
+}
+
+/// `f(0)` on a second thread while this one computes `f(1)`.
+fn on_two_threads<T: Send>(f: impl Fn(usize) -> Result<T> + Sync) -> Result<[T; 2]> {
+    let (a, b) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| f(0));
+        let second = f(1);
+        (first.join().expect("a critic's thread panicked"), second)
+    });
+    Ok([a?, b?])
 }
 
 /// Polyak averaging: every target parameter becomes `tau * source + (1 - tau) * target`
@@ -368,11 +381,18 @@ impl Algorithm for Sac {
                 // Critic: y = r + γ (1 − d) (min Q'(s', a') − α log π(a'|s')), a' ~ π(s').
                 let nd = self.policy.distribution_detached(&nxa)?;
                 let (na_t, nlogp) = self.squashed_sample(&nd, normal_noise(rng, b * na))?;
-                let (q_loss, q1_mean) =
+                let (l1, l2, q1_mean) =
                     self.critic_loss(&xc, &act, rew, &nxc, not_done, &na_t, nlogp, alpha)?;
-                let qv = f64::from(q_loss.to_scalar::<f32>()?);
+                let qv = f64::from(l1.to_scalar::<f32>()? + l2.to_scalar::<f32>()?);
                 check_finite("critic loss", qv, iteration)?;
-                let mut grads = q_loss.backward()?;
+                // Each critic's loss reads only its own parameters: the two backwards run at
+                // once, and the gradients are those of one backward of the sum.
+                let [mut grads, g2] = on_two_threads(|i| Ok([&l1, &l2][i].backward()?))?;
+                for (_, v) in &critic_params {
+                    if let Some(g) = g2.get(v.as_tensor()) {
+                        grads.insert(v.as_tensor(), g.clone());
+                    }
+                }
                 clip_grad_norm(&mut grads, &critic_params, c.max_grad_norm)?;
                 self.critic_opt.step(&grads)?;
                 sq += qv;
