@@ -155,6 +155,29 @@ pub struct Sweep {
 }
 
 impl Sweep {
+    /// One line: the file, its trials, the base run, the budget and the score.
+    pub fn summary(&self) -> String {
+        let s = &self.spec.sweep;
+        format!(
+            "{}: {} trials of {}, {} iterations each, {} CPU(s) per trial, {} {} (score: mean of the last {}){}",
+            self.file.display(),
+            self.trials.len(),
+            self.base.display(),
+            s.iterations,
+            s.cpus_per_trial,
+            s.mode,
+            s.metric,
+            s.smooth,
+            match &self.spec.asha {
+                Some(a) => format!(
+                    ", ASHA from iteration {} (keeps 1/{} at each rung)",
+                    a.grace_period, a.reduction_factor
+                ),
+                None => ", no early stopping".into(),
+            }
+        )
+    }
+
     /// Loads `path` with `overrides` (`sweep.cpus_per_trial=2`, `asha.grace_period=20`), expands
     /// the trials and loads each trial's run config; any error names the sweep file (and the
     /// trial) and the key.
@@ -345,16 +368,7 @@ impl Results {
     /// run has (seed, env steps, train wall, load at end) and the sweep's own.
     pub fn table(&self, sweep: &Sweep) -> String {
         let s = &sweep.spec.sweep;
-        let mut out = format!(
-            "# {}: {} trials of {} ({} {}, score: mean of the last {}), {:.0} s\n\n",
-            sweep.file.display(),
-            self.trials.len(),
-            sweep.base.display(),
-            s.mode,
-            s.metric,
-            s.smooth,
-            self.wall_s
-        );
+        let mut out = format!("# {}, {:.0} s\n\n", sweep.summary(), self.wall_s);
         out.push_str(
             "| trial | swept | seed | status | iterations | env steps | train wall | load at end | metric (last) | score | starts |\n",
         );

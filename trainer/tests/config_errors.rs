@@ -34,6 +34,7 @@ fn shipped_configs_load() {
         "cartpole_sac.toml",
         "cartpole_crossq.toml",
         "quadruped_flat_ppo.toml",
+        "quadruped_flat_ppo_fast.toml",
         "quadruped_flat_sac.toml",
         "quadruped_flat_crossq.toml",
     ] {

@@ -106,24 +106,7 @@ pub fn run(a: Args) -> Result<()> {
 }
 
 fn print_plan(sweep: &Sweep) {
-    let s = &sweep.spec.sweep;
-    println!(
-        "{}: {} trials of {}, {} iterations each, {} CPU(s) per trial, {} {}{}",
-        sweep.file.display(),
-        sweep.trials.len(),
-        sweep.base.display(),
-        s.iterations,
-        s.cpus_per_trial,
-        s.mode,
-        s.metric,
-        match &sweep.spec.asha {
-            Some(a) => format!(
-                ", ASHA from iteration {} (keeps 1/{} at each rung)",
-                a.grace_period, a.reduction_factor
-            ),
-            None => ", no early stopping".into(),
-        }
-    );
+    println!("{}", sweep.summary());
     for t in &sweep.trials {
         println!("  {}: {}", t.name, t.swept.join(" "));
     }
