@@ -50,6 +50,7 @@ pub struct Sac {
 }
 
 impl Sac {
+    /// SAC: twin Q networks with Polyak-averaged targets.
     pub fn new(
         cfg: SacConfig,
         policy: Box<dyn Policy>,
@@ -58,19 +59,8 @@ impl Sac {
         num_envs: usize,
         rng: &mut Rng,
     ) -> Result<Self> {
-        anyhow::ensure!(
-            policy.squashed(),
-            "SAC and CrossQ need a squashed policy kind (`squashed_gaussian_mlp`), got `{}`",
-            policy.config().kind
-        );
-        anyhow::ensure!(
-            policy.config().history == 0,
-            "SAC's and CrossQ's replay buffer stores single observations: policy.history must be 0"
-        );
-        let pc = policy.config().clone();
-        let mut dims = vec![critic_dim + pc.action_dim];
-        dims.extend(&pcfg.critic_hidden);
-        dims.push(1);
+        check_policy(policy.as_ref())?;
+        let dims = q_dims(critic_dim, policy.as_ref(), pcfg);
         let mk = |name: &str, rng: &mut Rng| Mlp::new(name, &dims, pcfg.activation, 1.0, rng);
         let nets = vec![
             mk("q1", rng)?,
@@ -83,6 +73,50 @@ impl Sac {
         }
         let mut critic_params = nets[0].params();
         critic_params.extend(nets[1].params());
+        let critics = (nets, critic_params, None);
+        Self::assemble(cfg, policy, pcfg, critic_dim, num_envs, critics)
+    }
+
+    /// CrossQ: SAC's actor and temperature, batch-normalised critics without targets.
+    pub fn crossq(
+        cfg: &CrossqConfig,
+        policy: Box<dyn Policy>,
+        pcfg: &PolicySection,
+        critic_dim: usize,
+        num_envs: usize,
+        rng: &mut Rng,
+    ) -> Result<Self> {
+        check_policy(policy.as_ref())?;
+        let dims = q_dims(critic_dim, policy.as_ref(), pcfg);
+        let mk = |name: &str, rng: &mut Rng| {
+            BnQ::new(name, &dims, pcfg.activation, cfg.bn_momentum, rng)
+        };
+        let q = [mk("q1", rng)?, mk("q2", rng)?];
+        let mut params = q[0].params();
+        params.extend(q[1].params());
+        let crossq = CrossQ {
+            q,
+            policy_delay: cfg.policy_delay,
+            updates: 0,
+        };
+        let critics = (Vec::new(), params, Some(crossq));
+        let mut sac = Self::assemble(cfg.sac(), policy, pcfg, critic_dim, num_envs, critics)?;
+        sac.critic_opt.beta1 = cfg.adam_beta1;
+        sac.actor_opt.beta1 = cfg.adam_beta1;
+        Ok(sac)
+    }
+
+    /// The learner around its critics: SAC's networks (or none) in `critic.nets`, the
+    /// parameters the critic optimiser trains, and CrossQ's critics when it is CrossQ.
+    fn assemble(
+        cfg: SacConfig,
+        policy: Box<dyn Policy>,
+        pcfg: &PolicySection,
+        critic_dim: usize,
+        num_envs: usize,
+        (nets, critic_params, crossq): (Vec<Mlp>, Vec<(String, Var)>, Option<CrossQ>),
+    ) -> Result<Self> {
+        let pc = policy.config().clone();
         let log_alpha =
             Var::from_tensor(&Tensor::from_slice(&[cfg.init_alpha.ln() as f32], 1, &DEV)?)?;
         Ok(Self {
@@ -106,39 +140,8 @@ impl Sac {
             prev_a: Vec::new(),
             prev_c: Vec::new(),
             cfg,
-            crossq: None,
+            crossq,
         })
-    }
-
-    /// CrossQ: SAC's actor and temperature, batch-normalised critics without targets.
-    pub fn crossq(
-        cfg: &CrossqConfig,
-        policy: Box<dyn Policy>,
-        pcfg: &PolicySection,
-        critic_dim: usize,
-        num_envs: usize,
-        rng: &mut Rng,
-    ) -> Result<Self> {
-        let mut sac = Self::new(cfg.sac(), policy, pcfg, critic_dim, num_envs, rng)?;
-        let mut dims = vec![critic_dim + sac.policy.config().action_dim];
-        dims.extend(&pcfg.critic_hidden);
-        dims.push(1);
-        let mk = |name: &str, rng: &mut Rng| {
-            BnQ::new(name, &dims, pcfg.activation, cfg.bn_momentum, rng)
-        };
-        let q = [mk("q1", rng)?, mk("q2", rng)?];
-        let mut params = q[0].params();
-        params.extend(q[1].params());
-        sac.critic.nets.clear();
-        sac.critic_opt = Adam::new(params, cfg.critic_learning_rate);
-        sac.critic_opt.beta1 = cfg.adam_beta1;
-        sac.actor_opt.beta1 = cfg.adam_beta1;
-        sac.crossq = Some(CrossQ {
-            q,
-            policy_delay: cfg.policy_delay,
-            updates: 0,
-        });
-        Ok(sac)
     }
 
     /// The replay buffer (time-outs are stored as non-terminal, with the final observation).
@@ -225,6 +228,28 @@ impl Sac {
         };
         Ok(q1.minimum(&q2)?.squeeze(1)?)
     }
+}
+
+/// SAC and CrossQ act with a squashed Gaussian and store single observations.
+fn check_policy(policy: &dyn Policy) -> Result<()> {
+    anyhow::ensure!(
+        policy.squashed(),
+        "SAC and CrossQ need a squashed policy kind (`squashed_gaussian_mlp`), got `{}`",
+        policy.config().kind
+    );
+    anyhow::ensure!(
+        policy.config().history == 0,
+        "SAC's and CrossQ's replay buffer stores single observations: policy.history must be 0"
+    );
+    Ok(())
+}
+
+/// A Q network's layer sizes: the critic observation and the action in, one value out.
+fn q_dims(critic_dim: usize, policy: &dyn Policy, pcfg: &PolicySection) -> Vec<usize> {
+    let mut dims = vec![critic_dim + policy.config().action_dim];
+    dims.extend(&pcfg.critic_hidden);
+    dims.push(1);
+    dims
 }
 
 /// `f(0)` on a second thread while this one computes `f(1)`.
