@@ -32,6 +32,17 @@ pub fn clip_grad_norm(
     Ok(norm)
 }
 
+/// Copies the gradients of `params` from `from` into `into`: the halves of a loss
+/// differentiated apart (see `algorithms::join`) become one store, the same numbers as one
+/// backward of the sum when no parameter is in both halves.
+pub fn merge_grads(into: &mut GradStore, from: &GradStore, params: &[(String, Var)]) {
+    for (_, v) in params {
+        if let Some(g) = from.get(v.as_tensor()) {
+            into.insert(v.as_tensor(), g.clone());
+        }
+    }
+}
+
 pub struct Adam {
     pub lr: f64,
     pub beta1: f64,

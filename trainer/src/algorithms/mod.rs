@@ -109,3 +109,14 @@ pub fn normal_noise(rng: &mut Rng, n: usize) -> Vec<f32> {
         .map(|_| rng.sample::<f32, _>(rand_distr::StandardNormal))
         .collect()
 }
+
+/// `other()` on a second thread while this one runs `here()`. The updates use it for the two
+/// halves of a loss that share no parameter (PPO's actor and critic, the twin critics), so an
+/// update keeps both cores busy; `here` may hold what cannot cross threads (the hooks).
+pub fn join<A: Send, B>(other: impl FnOnce() -> A + Send, here: impl FnOnce() -> B) -> (A, B) {
+    std::thread::scope(|scope| {
+        let other = scope.spawn(other);
+        let here = here();
+        (other.join().expect("an update thread panicked"), here)
+    })
+}

@@ -13,9 +13,9 @@ use clawrl_sim::Batch;
 use rand::RngExt;
 
 use super::model::{ActorInput, Critic, load_policy, save_policy};
-use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, normal_noise};
+use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, join, normal_noise};
 use crate::config::{PolicySection, PpoConfig};
-use crate::optim::{Adam, clip_grad_norm};
+use crate::optim::{Adam, clip_grad_norm, merge_grads};
 use crate::storage::{RolloutStorage, gather, rollout::normalize};
 
 pub struct Ppo {
@@ -354,11 +354,9 @@ impl Algorithm for Ppo {
                 // through the whole update). The gradients are the same numbers as one backward
                 // of the sum: each parameter receives its gradient from one half only.
                 let critic_net = &self.critic.nets[0];
-                let (actor_half, critic_half) = std::thread::scope(|scope| {
-                    let critic = scope.spawn(|| {
-                        critic_loss_and_grads(critic_net, &obs_c, &old_values, &returns, &c)
-                    });
-                    let actor = (|| -> Result<_> {
+                let (critic_half, actor_half) = join(
+                    || critic_loss_and_grads(critic_net, &obs_c, &old_values, &returns, &c),
+                    || -> Result<_> {
                         let dist = self.policy.distribution(&obs_a)?;
                         // Measured KL(old || new) on this minibatch; adapts the learning rate
                         // (rsl_rl).
@@ -399,20 +397,12 @@ impl Algorithm for Ppo {
                         let t1 = std::time::Instant::now();
                         let grads = loss.backward()?;
                         Ok((grads, loss_value, kl, ratio, policy_loss, entropy, t1))
-                    })();
-                    (
-                        actor,
-                        critic.join().expect("the critic's update thread panicked"),
-                    )
-                });
+                    },
+                );
                 let (mut grads, actor_loss, kl, ratio, policy_loss, entropy, t1) = actor_half?;
                 let (critic_grads, critic_loss, value_loss) = critic_half?;
                 check_finite("PPO loss", f64::from(actor_loss + critic_loss), iteration)?;
-                for (_, v) in self.critic.nets[0].params() {
-                    if let Some(g) = critic_grads.get(v.as_tensor()) {
-                        grads.insert(v.as_tensor(), g.clone());
-                    }
-                }
+                merge_grads(&mut grads, &critic_grads, &self.critic.nets[0].params());
                 let t2 = std::time::Instant::now();
                 let grad_norm = clip_grad_norm(&mut grads, &params, c.max_grad_norm)?;
                 check_finite("gradient norm", grad_norm, iteration)?;

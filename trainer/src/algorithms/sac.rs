@@ -15,9 +15,9 @@ use rand::RngExt;
 
 use super::bn_critic::BnQ;
 use super::model::{Critic, load_policy, save_policy};
-use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, normal_noise};
+use super::{Algorithm, LossContext, Stats, TrainHooks, check_finite, join, normal_noise};
 use crate::config::{CrossqConfig, PolicySection, SacConfig};
-use crate::optim::{Adam, clip_grad_norm, load_params};
+use crate::optim::{Adam, clip_grad_norm, load_params, merge_grads};
 use crate::storage::replay::Transition;
 use crate::storage::{ReplayBuffer, gather};
 
@@ -205,7 +205,10 @@ impl Sac {
                 let b = xc.dim(0)?;
                 let both = Tensor::cat(&[x, Tensor::cat(&[nxc, next_a], 1)?], 0)?;
                 // The twin critics share no parameter: each forward on its own core.
-                let [q1, q2] = on_two_threads(|i| Ok(cq.q[i].forward(&both, true)?.squeeze(1)?))?;
+                let q =
+                    |i: usize| -> Result<Tensor> { Ok(cq.q[i].forward(&both, true)?.squeeze(1)?) };
+                let (q1, q2) = join(|| q(0), || q(1));
+                let (q1, q2) = (q1?, q2?);
                 let q_next = q1.narrow(0, b, b)?.minimum(&q2.narrow(0, b, b)?)?.detach();
                 (q1.narrow(0, 0, b)?, q2.narrow(0, 0, b)?, q_next)
             }
@@ -250,16 +253,6 @@ fn q_dims(critic_dim: usize, policy: &dyn Policy, pcfg: &PolicySection) -> Vec<u
     dims.extend(&pcfg.critic_hidden);
     dims.push(1);
     dims
-}
-
-/// `f(0)` on a second thread while this one computes `f(1)`.
-fn on_two_threads<T: Send>(f: impl Fn(usize) -> Result<T> + Sync) -> Result<[T; 2]> {
-    let (a, b) = std::thread::scope(|scope| {
-        let first = scope.spawn(|| f(0));
-        let second = f(1);
-        (first.join().expect("a critic's thread panicked"), second)
-    });
-    Ok([a?, b?])
 }
 
 /// Polyak averaging: every target parameter becomes `tau * source + (1 - tau) * target`
@@ -412,12 +405,9 @@ impl Algorithm for Sac {
                 check_finite("critic loss", qv, iteration)?;
                 // Each critic's loss reads only its own parameters: the two backwards run at
                 // once, and the gradients are those of one backward of the sum.
-                let [mut grads, g2] = on_two_threads(|i| Ok([&l1, &l2][i].backward()?))?;
-                for (_, v) in &critic_params {
-                    if let Some(g) = g2.get(v.as_tensor()) {
-                        grads.insert(v.as_tensor(), g.clone());
-                    }
-                }
+                let (g1, g2) = join(|| l1.backward(), || l2.backward());
+                let mut grads = g1?;
+                merge_grads(&mut grads, &g2?, &critic_params);
                 clip_grad_norm(&mut grads, &critic_params, c.max_grad_norm)?;
                 self.critic_opt.step(&grads)?;
                 sq += qv;
